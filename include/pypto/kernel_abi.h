@@ -1,0 +1,70 @@
+/* pypto kernel ABI: the contract between generated kernel code and the runtime.
+ *
+ * Every specialization is compiled into its own shared library that exports
+ *   uint32_t pypto_abi_version(void);           returns PYPTO_KERNEL_ABI_VERSION
+ *   int      pypto_entry(const PyptoTensorArg*, const PyptoScalarArg*, PyptoLaunchContext*);
+ * The runtime refuses a library whose pypto_abi_version() differs from its own.
+ *
+ * Argument order: `tensors` holds one entry per tensor parameter, in parameter order;
+ * `scalars` one entry per runtime-scalar parameter (pypto.Scalar[...]), in parameter order.
+ * Compile-time constants are baked into the library and never passed.
+ * Tensors are dense row-major (C-contiguous); `data` already includes any byte offset.
+ * Plain C so that any compiler and any host language can use it. Bump the version on any change.
+ */
+#ifndef PYPTO_KERNEL_ABI_H_
+#define PYPTO_KERNEL_ABI_H_
+
+#include <stdint.h>
+
+#define PYPTO_KERNEL_ABI_VERSION 1u
+#define PYPTO_MAX_RANK 8
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* dtype codes shared by runtime, manifest and codegen (python/pypto/frontend/dtypes.py mirrors them). */
+typedef enum PyptoDType {
+  PYPTO_DT_BOOL = 0,
+  PYPTO_DT_INT8 = 1,
+  PYPTO_DT_INT16 = 2,
+  PYPTO_DT_INT32 = 3,
+  PYPTO_DT_INT64 = 4,
+  PYPTO_DT_UINT8 = 5,
+  PYPTO_DT_FP16 = 6,
+  PYPTO_DT_BF16 = 7,
+  PYPTO_DT_FP32 = 8,
+  PYPTO_DT_FP64 = 9,
+  PYPTO_DT_COUNT = 10
+} PyptoDType;
+
+typedef struct PyptoTensorArg {
+  void* data;            /* first element */
+  const int64_t* shape;  /* `ndim` sizes, valid for the duration of the call */
+  int64_t ndim;
+} PyptoTensorArg;
+
+typedef union PyptoScalarArg {
+  int64_t i; /* integer and bool scalars */
+  double f;  /* floating scalars */
+} PyptoScalarArg;
+
+typedef struct PyptoLaunchContext {
+  int32_t num_threads;    /* runtime_options.device_sched_parallelism (>= 1) */
+  int32_t debug_mode;     /* debug_options.runtime_debug_mode */
+  char* error;            /* kernel writes a NUL-terminated message here when it returns non-zero */
+  int64_t error_capacity; /* bytes available at `error` */
+} PyptoLaunchContext;
+
+typedef int (*PyptoKernelEntry)(const PyptoTensorArg* tensors, const PyptoScalarArg* scalars,
+                                PyptoLaunchContext* ctx);
+typedef uint32_t (*PyptoAbiVersionFn)(void);
+
+#define PYPTO_ENTRY_SYMBOL "pypto_entry"
+#define PYPTO_ABI_VERSION_SYMBOL "pypto_abi_version"
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PYPTO_KERNEL_ABI_H_ */

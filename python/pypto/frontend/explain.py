@@ -1,0 +1,91 @@
+"""`kernel.explain(*args, **kwargs)`: would this call hit, and if not, why.
+
+The native core binds, checks and keys the arguments exactly as a call would (`_probe`), without launching.
+For a miss, the new key is compared with every existing specialization's key component by component; the
+nearest one (fewest differing components) is reported, each difference named: a tensor's dtype/rank, a STATIC
+dim, a constant, or a guarded global.
+"""
+from __future__ import annotations
+
+import struct
+
+from .annotations import STATIC
+from .signature import CONSTEXPR, TENSOR
+
+
+def _layout(front, args_by_name: dict) -> list[str]:
+    """Labels of the key words, in the order the core packs them (core/binder.cpp: pack_tensor_key)."""
+    labels = []
+    for p in front.params:
+        if p.kind != TENSOR:
+            continue
+        ann = p.annotation
+        a = args_by_name[p.name]
+        ndim = len(a.shape)
+        if ann.dtype is None or ann.shape is None or ann.ellipsis:
+            labels.append(f"dtype/rank of tensor '{p.name}'")
+        annotated = 0 if ann.shape is None else len(ann.shape)
+        for d in range(annotated):
+            if ann.shape[d] is STATIC:
+                labels.append(f"dim {d} of tensor '{p.name}' (STATIC)")
+        for d in range(annotated, ndim):
+            labels.append(f"dim {d} of tensor '{p.name}' (STATIC)")
+    for p in front.params:
+        if p.kind == CONSTEXPR:
+            labels.append(f"constant '{p.name}'")
+    if front.guards:
+        labels.append("guarded globals/closure variables")
+    return labels
+
+
+def _bind(front, args, kwargs) -> dict:
+    import inspect
+
+    sig = inspect.signature(front.fn)
+    bound = sig.bind(*args, **kwargs)
+    bound.apply_defaults()
+    return dict(bound.arguments)
+
+
+def explain(front, native, args, kwargs) -> str:
+    hit, key = native._probe(*args, **kwargs)
+    if hit:
+        return f"kernel '{front.name}': hit (an existing specialization serves this call)"
+    words = struct.unpack(f"<{len(key) // 8}Q", key)
+    specs = native._specializations()
+    if not specs:
+        return f"kernel '{front.name}': miss (no specialization compiled yet)"
+    by_name = _bind(front, args, kwargs)
+    labels = _layout(front, by_name)
+    best = None
+    for skey, info, _lib, _secs in specs:
+        sw = struct.unpack(f"<{len(skey) // 8}Q", skey)
+        if len(sw) != len(words):
+            diff = ["the number of key components (a tensor's rank differs)"]
+        else:
+            diff = [labels[i] if i < len(labels) else f"component {i}" for i in range(len(sw)) if sw[i] != words[i]]
+        if best is None or len(diff) < len(best[0]):
+            best = (diff, info)
+    diff, info = best
+    details = []
+    for d in diff:
+        if d.startswith("constant '"):
+            name = d.split("'")[1]
+            old = info["request"].constants.get(name) if info else None
+            details.append(f"{d}: compiled for {old!r}, called with {by_name.get(name)!r}")
+        elif d.startswith("guarded"):
+            changed = [f"{owner}.{gname}" for g in front.guards
+                       for (owner, gname), old in (info["guards"].items() if info else ())
+                       if (owner, gname) == (g.owner, g.name) and g.current() is not old]
+            details.append(f"{d}: changed {', '.join(changed) or '(a guarded value)'}")
+        elif d.startswith("dim ") or d.startswith("dtype/rank"):
+            pname = d.split("'")[1]
+            a = by_name[pname]
+            old = next((t for t in info["request"].tensors if t.param == pname), None) if info else None
+            was = f"{old.dtype.short}{list(old.dims)}" if old else "?"
+            details.append(f"{d}: compiled for {was}, called with {str(a.dtype).replace('torch.', '')}"
+                           f"{list(a.shape)}")
+        else:
+            details.append(d)
+    return (f"kernel '{front.name}': miss; nearest of {len(specs)} specialization(s) differs in: "
+            + "; ".join(details))

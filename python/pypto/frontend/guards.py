@@ -1,0 +1,106 @@
+"""Which module globals and closure variables a kernel reads — found once, at decoration.
+
+The native core checks each of them by identity on every call (a dict lookup or a cell read, no Python code);
+rebinding one makes the next call re-key by value and specialize again. Plain Python helper functions called
+from the kernel are inlined by the tracer, so the globals *they* read are guarded too (recursively).
+A local name that shadows a global is not a read of the global and is not guarded.
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import inspect
+import textwrap
+import types
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class GuardSpec:
+    owner: str          # qualified name of the function that reads it (for messages)
+    name: str
+    container: object   # globals dict, or a cell
+    is_cell: bool
+
+    def native(self):
+        return (self.container, None) if self.is_cell else (self.container, self.name)
+
+    def current(self):
+        """The value now bound (or `_ABSENT`)."""
+        if self.is_cell:
+            try:
+                return self.container.cell_contents
+            except ValueError:
+                return _ABSENT
+        return self.container.get(self.name, _ABSENT)
+
+
+class _Absent:
+    def __repr__(self):
+        return "<unbound>"
+
+
+_ABSENT = _Absent()
+
+
+def function_ast(fn) -> ast.FunctionDef | None:
+    """The FunctionDef of `fn`, parsed from its source (None when the source is unavailable)."""
+    try:
+        src = textwrap.dedent(inspect.getsource(fn))
+    except (OSError, TypeError):
+        return None
+    tree = ast.parse(src)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == fn.__code__.co_name:
+            return node
+    return None
+
+
+def _free_reads(fn, node: ast.AST) -> list[str]:
+    """Names read in `node` that are neither parameters nor locals of `fn` (in first-read order)."""
+    code = fn.__code__
+    local = set(code.co_varnames) | set(code.co_cellvars)
+    seen: dict[str, None] = {}
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id not in local:
+            seen.setdefault(n.id, None)
+    return list(seen)
+
+
+def _is_user_helper(obj) -> bool:
+    """A plain Python function that the tracer would inline (not pypto's own API, not a builtin)."""
+    if not isinstance(obj, types.FunctionType):
+        return False
+    mod = getattr(obj, "__module__", "") or ""
+    return not (mod == "pypto" or mod.startswith("pypto."))
+
+
+def collect_guards(fn, tree: ast.AST | None = None, _seen: set | None = None) -> list[GuardSpec]:
+    """Guards for `fn` and, recursively, for the helper functions it references."""
+    seen = _seen if _seen is not None else set()
+    if fn in seen:
+        return []
+    seen.add(fn)
+    if tree is None:
+        tree = function_ast(fn)
+    if tree is None:
+        return []
+    body = ast.Module(body=list(tree.body), type_ignores=[])  # the body only: skip decorators and annotations
+    code = fn.__code__
+    cells = dict(zip(code.co_freevars, fn.__closure__ or ()))
+    guards: list[GuardSpec] = []
+    for name in _free_reads(fn, body):
+        if name in cells:
+            g = GuardSpec(fn.__qualname__, name, cells[name], True)
+        elif name in fn.__globals__ or not hasattr(builtins, name):
+            # a global (or a name not bound yet: its later binding is noticed)
+            g = GuardSpec(fn.__qualname__, name, fn.__globals__, False)
+        else:
+            # a builtin (range, len, ...) is not guarded: shadowing a builtin with a module global after
+            # decoration is not noticed (documented), and the hot path pays for no lookups of them
+            continue
+        guards.append(g)
+        value = g.current()
+        if _is_user_helper(value):
+            guards.extend(collect_guards(value, None, seen))
+    return guards

@@ -1,0 +1,136 @@
+"""The parameter table: a kernel's signature, read once at decoration.
+
+Also the description of one specialization (`SpecRequest`) handed to the tracer on a cache miss.
+"""
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import Any
+
+from .annotations import DYNAMIC, STATIC, DynamicDim, Scalar, Tensor, TileOpFormat
+from .dtypes import DataType
+from ..errors import KernelDefinitionError
+
+TENSOR, CONSTEXPR, SCALAR = "tensor", "constexpr", "scalar"
+
+_EMPTY = inspect.Parameter.empty
+
+
+@dataclass
+class Param:
+    name: str
+    kind: str                      # TENSOR / CONSTEXPR / SCALAR
+    position: int                  # index among all parameters
+    kind_index: int                # index among parameters of the same kind
+    annotation: Any = None         # Tensor / Scalar / None
+    default: Any = _EMPTY          # inspect.Parameter.empty when there is none
+    keyword_only: bool = False
+
+    @property
+    def has_default(self) -> bool:
+        return self.default is not _EMPTY
+
+
+def build_params(kernel_name: str, fn) -> list[Param]:
+    """Read `fn`'s signature into Params; enforce 'tensor parameters first'."""
+    sig = inspect.signature(fn)
+    params: list[Param] = []
+    counts = {TENSOR: 0, CONSTEXPR: 0, SCALAR: 0}
+    seen_non_tensor = None
+    for pos, p in enumerate(sig.parameters.values()):
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            raise KernelDefinitionError(f"kernel '{kernel_name}': parameter '{p.name}': *args/**kwargs are not "
+                                        f"supported in a pypto kernel signature")
+        ann = p.annotation
+        if ann is Tensor:
+            ann = Tensor()
+        if isinstance(ann, Tensor):
+            kind = TENSOR
+            if seen_non_tensor is not None:
+                raise KernelDefinitionError(
+                    f"kernel '{kernel_name}': tensor parameter '{p.name}' comes after non-tensor parameter "
+                    f"'{seen_non_tensor}'; tensor parameters must come first")
+            if p.default is not _EMPTY:
+                raise KernelDefinitionError(f"kernel '{kernel_name}': tensor parameter '{p.name}' may not have "
+                                            f"a default value")
+        elif ann is Scalar:
+            raise KernelDefinitionError(f"kernel '{kernel_name}': parameter '{p.name}': write pypto.Scalar[dtype], "
+                                        f"e.g. pypto.Scalar[pypto.DT_FP32]")
+        elif isinstance(ann, Scalar):
+            kind = SCALAR
+        elif ann is _EMPTY or ann is None:
+            kind = CONSTEXPR
+            ann = None
+        elif isinstance(ann, str):
+            raise KernelDefinitionError(
+                f"kernel '{kernel_name}': parameter '{p.name}': string annotation {ann!r} (from "
+                f"`from __future__ import annotations`?) cannot be read; pypto kernels need real annotation "
+                f"objects")
+        else:
+            # any other annotation (int, float, typing hints) marks a compile-time constant
+            kind = CONSTEXPR
+            ann = None
+        if kind != TENSOR:
+            seen_non_tensor = seen_non_tensor or p.name
+        params.append(Param(p.name, kind, pos, counts[kind], ann, p.default, p.kind == p.KEYWORD_ONLY))
+        counts[kind] += 1
+    return params
+
+
+# ---------------------------------------------------------------------------------------------------------
+# One specialization, as the tracer sees it.
+
+
+@dataclass(frozen=True)
+class DynDim:
+    """A dimension whose size is read at run time from the argument's shape (never baked into code)."""
+    param: str          # tensor parameter name
+    axis: int
+    name: str | None    # pypto.frontend.dynamic name, or None for plain DYNAMIC
+
+
+@dataclass
+class TensorArgSpec:
+    param: str
+    index: int                      # tensor index in the kernel ABI (order of tensor parameters)
+    dtype: DataType
+    dims: tuple                     # each: int (static, baked) or DynDim
+    format: TileOpFormat = TileOpFormat.TILEOP_ND
+
+
+@dataclass
+class ScalarArgSpec:
+    param: str
+    index: int                      # scalar index in the kernel ABI
+    dtype: DataType
+
+
+@dataclass
+class SpecRequest:
+    """Everything a tracer needs for one specialization."""
+    kernel_name: str
+    params: list[Param]
+    tensors: list[TensorArgSpec]
+    scalars: list[ScalarArgSpec]
+    constants: dict[str, Any]       # constexpr parameter name -> value
+    options: dict = field(default_factory=dict)   # resolved option groups
+
+    def arg_for(self, name: str):
+        for t in self.tensors:
+            if t.param == name:
+                return t
+        for s in self.scalars:
+            if s.param == name:
+                return s
+        return self.constants[name]
+
+
+def dim_kind(d) -> str:
+    if d is STATIC:
+        return "STATIC"
+    if d is DYNAMIC:
+        return "DYNAMIC"
+    if isinstance(d, DynamicDim):
+        return "NAMED"
+    return "FIXED"

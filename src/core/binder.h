@@ -1,0 +1,49 @@
+// binder: checks bound arguments against a ParamTable and packs the specialization key.
+//
+// Shared by the Python extension (src/python) and the C++ runtime, so both apply the same rules and produce the
+// same messages. The fast functions are noexcept and allocation-free; on failure the caller asks for the message
+// (cold path), which re-runs the checks and names kernel, parameter, expected and got.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/param_table.h"
+#include "pypto/dlpack.h"
+
+namespace pypto {
+
+enum class ErrorKind : uint8_t { kNone = 0, kType, kValue, kRuntime };
+
+struct BindError {
+  ErrorKind kind = ErrorKind::kNone;
+  std::string message;
+  explicit operator bool() const { return kind != ErrorKind::kNone; }
+};
+
+// True when every tensor argument satisfies its annotation (dtype, rank, fixed dims, named-dim agreement,
+// CPU device, row-major contiguity). `tensors[i]` is the argument of tensor parameter i.
+bool check_tensors(const ParamTable& table, const DLTensor* tensors) noexcept;
+
+// The first violation, as a message (cold path). kind == kNone when everything is fine.
+BindError tensor_error(const ParamTable& table, const DLTensor* tensors);
+
+// Appends the tensor part of the key: per tensor, its dtype/rank word when the annotation leaves them open,
+// then the size of every STATIC dim. Returns the number of words written. Call only after check_tensors().
+int pack_tensor_key(const ParamTable& table, const DLTensor* tensors, uint64_t* out) noexcept;
+
+// Fast integer mix over the key words (not cryptographic; collisions are resolved by comparing keys).
+inline uint64_t hash_key(const uint64_t* w, int n) noexcept {
+  uint64_t h = 0x9E3779B97F4A7C15ull ^ static_cast<uint64_t>(n);
+  for (int i = 0; i < n; ++i) {
+    h ^= w[i];
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 32;
+  }
+  return h;
+}
+
+// Row-major contiguity (dims of size 1 may carry any stride; NULL strides mean compact).
+bool is_row_major(const DLTensor& t) noexcept;
+
+}  // namespace pypto

@@ -1,0 +1,40 @@
+// dtype: pypto dtype codes (kernel_abi.h) <-> DLPack dtypes, and their names for messages.
+#pragma once
+
+#include <cstdint>
+
+#include "pypto/dlpack.h"
+#include "pypto/kernel_abi.h"
+
+namespace pypto {
+
+constexpr int kAnyDType = -1;
+
+// DLPack (code, bits, lanes) -> PyptoDType, or -1 when pypto has no such dtype.
+inline int dtype_from_dlpack(DLDataType t) noexcept {
+  if (t.lanes != 1) return -1;
+  switch (t.code) {
+    case kDLFloat:
+      return t.bits == 32 ? PYPTO_DT_FP32 : t.bits == 16 ? PYPTO_DT_FP16 : t.bits == 64 ? PYPTO_DT_FP64 : -1;
+    case kDLInt:
+      return t.bits == 32 ? PYPTO_DT_INT32 : t.bits == 64 ? PYPTO_DT_INT64 : t.bits == 16 ? PYPTO_DT_INT16
+           : t.bits == 8 ? PYPTO_DT_INT8 : -1;
+    case kDLUInt:
+      return t.bits == 8 ? PYPTO_DT_UINT8 : -1;
+    case kDLBfloat:
+      return t.bits == 16 ? PYPTO_DT_BF16 : -1;
+    case kDLBool:
+      return t.bits == 8 ? PYPTO_DT_BOOL : -1;
+    default:
+      return -1;
+  }
+}
+
+DLDataType dtype_to_dlpack(int dtype) noexcept;
+int dtype_itemsize(int dtype) noexcept;
+// "float32", "bfloat16", ... ; "any" for kAnyDType
+const char* dtype_name(int dtype) noexcept;
+// name of a DLPack dtype pypto may not support ("float8_e4m3fn"-style names are not needed: "code=.. bits=..")
+void dlpack_dtype_describe(DLDataType t, char* buf, int cap) noexcept;
+
+}  // namespace pypto

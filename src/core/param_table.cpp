@@ -1,0 +1,62 @@
+// param_table: derived indices and descriptions.
+#include "core/param_table.h"
+
+namespace pypto {
+
+std::string ParamTable::finalize() {
+  tensor_pos.clear();
+  scalar_pos.clear();
+  constexpr_pos.clear();
+  if (params.size() > static_cast<size_t>(kMaxParams))
+    return "kernel '" + kernel + "': at most " + std::to_string(kMaxParams) + " parameters are supported, got " +
+           std::to_string(params.size());
+  int words = 2;  // guard state + spare
+  for (size_t i = 0; i < params.size(); ++i) {
+    ParamSpec& p = params[i];
+    switch (p.kind) {
+      case ParamKind::kTensor:
+        p.kind_index = static_cast<int>(tensor_pos.size());
+        tensor_pos.push_back(static_cast<int>(i));
+        words += 1 + (p.tensor.rank_is_fixed() ? static_cast<int>(p.tensor.dims.size()) : PYPTO_MAX_RANK);
+        if (p.tensor.dims.size() > PYPTO_MAX_RANK)
+          return "kernel '" + kernel + "': parameter '" + p.name + "': at most " + std::to_string(PYPTO_MAX_RANK) +
+                 " dimensions are supported";
+        break;
+      case ParamKind::kScalar:
+        p.kind_index = static_cast<int>(scalar_pos.size());
+        scalar_pos.push_back(static_cast<int>(i));
+        break;
+      case ParamKind::kConstexpr:
+        p.kind_index = static_cast<int>(constexpr_pos.size());
+        constexpr_pos.push_back(static_cast<int>(i));
+        words += 1;
+        break;
+    }
+  }
+  max_key_words = words;
+  if (words > kMaxKeyWords) return "kernel '" + kernel + "': too many parameters for one specialization key";
+  return "";
+}
+
+std::string ParamTable::describe_tensor(int i) const {
+  const TensorSpec& t = tensor(i).tensor;
+  if (t.any_shape) return std::string("pypto.Tensor (any shape, ") + dtype_name(t.dtype) + ")";
+  std::string s = "pypto.Tensor([";
+  for (size_t d = 0; d < t.dims.size(); ++d) {
+    if (d) s += ", ";
+    const DimSpec& ds = t.dims[d];
+    switch (ds.kind) {
+      case DimKind::kFixed: s += std::to_string(ds.value); break;
+      case DimKind::kStatic: s += "STATIC"; break;
+      case DimKind::kDynamic: s += "DYNAMIC"; break;
+      case DimKind::kNamed: s += "dynamic('" + dim_names[ds.value] + "')"; break;
+    }
+  }
+  if (t.ellipsis) s += t.dims.empty() ? "..." : ", ...";
+  s += "], ";
+  s += dtype_name(t.dtype);
+  s += ")";
+  return s;
+}
+
+}  // namespace pypto

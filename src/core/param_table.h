@@ -1,0 +1,66 @@
+// param_table: a kernel's parameter table — what the binder checks every call against.
+//
+// Built once per kernel (from Python at decoration, or from a bundle manifest in C++), immutable afterwards.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+
+namespace pypto {
+
+enum class ParamKind : uint8_t { kTensor = 0, kConstexpr = 1, kScalar = 2 };
+
+// kFixed: the argument's size must equal `value`. kStatic: any size, keyed (a new size specializes).
+// kDynamic: any size, passed at run time, never keyed. kNamed: like kDynamic, and every dim with the same
+// name id (`value`) must agree within one call.
+enum class DimKind : uint8_t { kFixed = 0, kStatic = 1, kDynamic = 2, kNamed = 3 };
+
+struct DimSpec {
+  DimKind kind = DimKind::kStatic;
+  int64_t value = 0;
+};
+
+struct TensorSpec {
+  int dtype = kAnyDType;     // kAnyDType: taken from the argument (and keyed)
+  bool any_shape = false;    // bare pypto.Tensor: any rank, every dim kStatic
+  bool ellipsis = false;     // trailing `...`: any number of extra kStatic dims
+  int format = 0;            // TileOpFormat (recorded; part of the kernel, not of the per-call key)
+  std::vector<DimSpec> dims;
+
+  bool rank_is_fixed() const { return !any_shape && !ellipsis; }
+};
+
+struct ParamSpec {
+  std::string name;
+  ParamKind kind = ParamKind::kConstexpr;
+  int kind_index = 0;        // index among parameters of the same kind (the ABI order for tensors/scalars)
+  bool keyword_only = false;
+  TensorSpec tensor;         // kTensor
+  int scalar_dtype = PYPTO_DT_FP32;  // kScalar
+};
+
+constexpr int kMaxParams = 64;
+constexpr int kMaxKeyWords = 1024;
+
+struct ParamTable {
+  std::string kernel;
+  std::vector<ParamSpec> params;
+  std::vector<std::string> dim_names;   // kNamed ids index this
+  // derived by finalize()
+  std::vector<int> tensor_pos, scalar_pos, constexpr_pos;  // parameter positions by kind
+  int max_key_words = 0;
+
+  // Computes the derived fields and validates limits; returns "" or an error message.
+  std::string finalize();
+  int n_tensors() const { return static_cast<int>(tensor_pos.size()); }
+  int n_scalars() const { return static_cast<int>(scalar_pos.size()); }
+  int n_constexprs() const { return static_cast<int>(constexpr_pos.size()); }
+  const ParamSpec& tensor(int i) const { return params[tensor_pos[i]]; }
+  // A human-readable annotation, e.g. "pypto.Tensor([DYNAMIC, 64], float32)".
+  std::string describe_tensor(int i) const;
+};
+
+}  // namespace pypto

@@ -1,0 +1,74 @@
+// spec_table: the specialization table — packed key -> compiled kernel.
+//
+// Open addressing over an array of pointers. Readers take no lock: they load the current slot array with
+// acquire semantics and probe; an insert (rare, after a compile) takes a mutex, fills an empty slot with a release
+// store, or publishes a grown copy. Retired arrays and entries live until the table dies, so a reader never sees
+// freed memory.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/module.h"
+
+namespace pypto {
+
+struct Specialization {
+  std::vector<uint64_t> key;
+  uint64_t hash = 0;
+  std::shared_ptr<Module> module;
+  PyptoKernelEntry entry = nullptr;
+  uint64_t written_mask = 0;   // bit i: tensor parameter i is written by the kernel
+  std::string library_path;
+  double compile_seconds = 0;
+  std::shared_ptr<void> user;  // front-end data (e.g. a Python object kept alive by the extension)
+};
+
+class SpecializationTable {
+ public:
+  SpecializationTable();
+  ~SpecializationTable();
+  SpecializationTable(const SpecializationTable&) = delete;
+  SpecializationTable& operator=(const SpecializationTable&) = delete;
+
+  const Specialization* find(const uint64_t* key, int n, uint64_t hash) const noexcept {
+    const Slots* s = slots_.load(std::memory_order_acquire);
+    size_t i = hash & s->mask;
+    for (;;) {
+      const Specialization* e = s->at(i).load(std::memory_order_acquire);
+      if (e == nullptr) return nullptr;
+      if (e->hash == hash && e->key.size() == static_cast<size_t>(n) &&
+          std::memcmp(e->key.data(), key, sizeof(uint64_t) * n) == 0)
+        return e;
+      i = (i + 1) & s->mask;
+    }
+  }
+
+  // Inserts `spec` unless an equal key is present; returns the entry that is in the table afterwards.
+  const Specialization* insert(std::unique_ptr<Specialization> spec);
+  size_t size() const noexcept { return count_.load(std::memory_order_acquire); }
+  // Snapshot of all entries (insertion order).
+  std::vector<const Specialization*> entries() const;
+
+ private:
+  struct Slots {
+    size_t mask;
+    std::atomic<const Specialization*>* data;
+    std::atomic<const Specialization*>& at(size_t i) const { return data[i]; }
+  };
+  static Slots* make_slots(size_t capacity);
+  void place(Slots* s, const Specialization* e);
+
+  std::atomic<Slots*> slots_;
+  std::atomic<size_t> count_{0};
+  mutable std::mutex mu_;
+  std::vector<std::unique_ptr<Specialization>> owned_;   // guarded by mu_
+  std::vector<Slots*> retired_;                          // guarded by mu_
+};
+
+}  // namespace pypto

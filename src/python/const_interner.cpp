@@ -1,0 +1,166 @@
+// const_interner: canonical encodings of constant values (see const_interner.h).
+#include "python/const_interner.h"
+
+#include <cstring>
+
+namespace pypto::py {
+
+namespace {
+
+PyObject* enum_type() {
+  static PyObject* t = [] {
+    PyObject* mod = PyImport_ImportModule("enum");
+    PyObject* e = mod ? PyObject_GetAttrString(mod, "Enum") : nullptr;
+    Py_XDECREF(mod);
+    PyErr_Clear();
+    return e;
+  }();
+  return t;
+}
+
+void put_ptr(std::string* out, const void* p) { out->append(reinterpret_cast<const char*>(&p), sizeof p); }
+void put_u64(std::string* out, uint64_t v) { out->append(reinterpret_cast<const char*>(&v), sizeof v); }
+
+}  // namespace
+
+ConstInterner& interner() {
+  static ConstInterner* inst = new ConstInterner();  // never destroyed: it may outlive the interpreter's objects
+  return *inst;
+}
+
+ConstInterner::~ConstInterner() {
+  for (PyObject* o : values_) Py_XDECREF(o);
+  for (PyObject* o : kept_) Py_XDECREF(o);
+}
+
+void ConstInterner::keep(PyObject* obj) {
+  Py_INCREF(obj);
+  kept_.push_back(obj);
+}
+
+bool ConstInterner::encode(PyObject* obj, bool allow_identity, int depth, std::string* out, std::string* error) {
+  if (depth > 32) {
+    *error = "constant nests too deeply";
+    return false;
+  }
+  if (obj == nullptr) {
+    out->push_back('0');
+    return true;
+  }
+  if (obj == Py_None) {
+    out->push_back('N');
+    return true;
+  }
+  if (PyBool_Check(obj)) {
+    out->push_back(obj == Py_True ? 'T' : 'F');
+    return true;
+  }
+  PyTypeObject* type = Py_TYPE(obj);
+  const bool exact = type == &PyLong_Type || type == &PyFloat_Type || type == &PyUnicode_Type;
+  PyObject* et = enum_type();
+  if (!exact && et != nullptr && PyObject_IsInstance(obj, et) == 1) {  // enum members (incl. IntEnum, pypto dtypes)
+    out->push_back('E');
+    put_ptr(out, obj);
+    keep(obj);
+    return true;
+  }
+  PyErr_Clear();
+  if (PyLong_Check(obj) || PyFloat_Check(obj) || PyUnicode_Check(obj)) {
+    if (!exact) {  // a subclass: keyed by type and value
+      out->push_back('C');
+      put_ptr(out, type);
+      keep(reinterpret_cast<PyObject*>(type));
+    }
+    if (PyLong_Check(obj)) {
+      int overflow = 0;
+      long long v = PyLong_AsLongLongAndOverflow(obj, &overflow);
+      if (!overflow) {
+        out->push_back('i');
+        put_u64(out, static_cast<uint64_t>(v));
+      } else {
+        PyObject* s = PyLong_Type.tp_repr(obj);
+        if (s == nullptr) return false;
+        Py_ssize_t n;
+        const char* u = PyUnicode_AsUTF8AndSize(s, &n);
+        out->push_back('I');
+        put_u64(out, static_cast<uint64_t>(n));
+        out->append(u, n);
+        Py_DECREF(s);
+      }
+    } else if (PyFloat_Check(obj)) {
+      double d = PyFloat_AS_DOUBLE(obj);
+      uint64_t bits;
+      std::memcpy(&bits, &d, sizeof bits);
+      out->push_back('f');
+      put_u64(out, bits);
+    } else {
+      Py_ssize_t n;
+      const char* u = PyUnicode_AsUTF8AndSize(obj, &n);
+      if (u == nullptr) {
+        PyErr_Clear();
+        *error = "a str constant must be encodable as UTF-8";
+        return false;
+      }
+      out->push_back('s');
+      put_u64(out, static_cast<uint64_t>(n));
+      out->append(u, n);
+    }
+    return true;
+  }
+  if (PyTuple_CheckExact(obj) || PyList_CheckExact(obj)) {
+    const bool tuple = PyTuple_CheckExact(obj);
+    const Py_ssize_t n = tuple ? PyTuple_GET_SIZE(obj) : PyList_GET_SIZE(obj);
+    out->push_back(tuple ? '(' : '[');
+    put_u64(out, static_cast<uint64_t>(n));
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      PyObject* item = tuple ? PyTuple_GET_ITEM(obj, i) : PyList_GET_ITEM(obj, i);
+      if (!encode(item, allow_identity, depth + 1, out, error)) return false;
+    }
+    return true;
+  }
+  if (allow_identity) {
+    out->push_back('O');
+    put_ptr(out, obj);
+    keep(obj);
+    return true;
+  }
+  *error = std::string("unsupported constant type '") + type->tp_name +
+           "' (constants may be None, bool, int, float, str, enum members, pypto dtypes, or tuples/lists of those)";
+  return false;
+}
+
+uint32_t ConstInterner::intern(PyObject* obj, bool allow_identity, std::string* error) {
+  std::string enc;
+  const size_t kept_before = kept_.size();
+  if (!encode(obj, allow_identity, 0, &enc, error)) {
+    while (kept_.size() > kept_before) {
+      Py_DECREF(kept_.back());
+      kept_.pop_back();
+    }
+    return 0;
+  }
+  auto it = ids_.find(enc);
+  if (it != ids_.end()) {
+    while (kept_.size() > kept_before) {  // already kept by the first occurrence of this encoding
+      Py_DECREF(kept_.back());
+      kept_.pop_back();
+    }
+    return it->second;
+  }
+  Py_XINCREF(obj);
+  values_.push_back(obj);
+  const uint32_t id = static_cast<uint32_t>(values_.size());
+  ids_.emplace(std::move(enc), id);
+  return id;
+}
+
+uint32_t ConstInterner::intern_ids(const uint32_t* ids, size_t n) {
+  std::string enc(reinterpret_cast<const char*>(ids), n * sizeof(uint32_t));
+  auto it = state_ids_.find(enc);
+  if (it != state_ids_.end()) return it->second;
+  const uint32_t id = static_cast<uint32_t>(state_ids_.size() + 1);
+  state_ids_.emplace(std::move(enc), id);
+  return id;
+}
+
+}  // namespace pypto::py

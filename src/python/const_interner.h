@@ -1,0 +1,42 @@
+// const_interner: maps compile-time constant values to small integer ids, exactly and type-tagged.
+//
+// 1, True, 1.0 and "1" get four ids; -0.0 and 0.0 differ (bit patterns); a NaN keeps its id; int/float/str
+// subclasses are keyed by (type, value); enum members by identity (they are singletons). With allow_identity
+// (values of guarded globals: modules, functions, classes) any other object is keyed by identity. Every object
+// whose address takes part in a key is kept alive, so an address is never reused for a different key.
+// Slow path only: the call path first compares the object with the one it saw last.
+#pragma once
+
+#include <Python.h>
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace pypto::py {
+
+class ConstInterner {
+ public:
+  // Id (>= 1) for `obj`, or 0 with *error set when the value cannot be a constant. `obj` may be NULL
+  // (an absent global), which has its own id.
+  uint32_t intern(PyObject* obj, bool allow_identity, std::string* error);
+  // Id for a sequence of ids (a guard state); never fails.
+  uint32_t intern_ids(const uint32_t* ids, size_t n);
+  // The object an id stands for (borrowed; NULL for the absent marker).
+  PyObject* value(uint32_t id) const { return id >= 1 && id <= values_.size() ? values_[id - 1] : nullptr; }
+  ~ConstInterner();
+
+ private:
+  bool encode(PyObject* obj, bool allow_identity, int depth, std::string* out, std::string* error);
+  void keep(PyObject* obj);
+  std::unordered_map<std::string, uint32_t> ids_;
+  std::unordered_map<std::string, uint32_t> state_ids_;
+  std::vector<PyObject*> values_;   // strong references, index id-1
+  std::vector<PyObject*> kept_;     // strong references to objects whose address is part of an encoding
+};
+
+// The process-wide interner (all kernels share ids; GIL-protected).
+ConstInterner& interner();
+
+}  // namespace pypto::py

@@ -1,0 +1,59 @@
+// jit_state: everything a JitFunction needs per call, prepared at decoration.
+#pragma once
+
+#include <Python.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/backend.h"
+#include "core/param_table.h"
+#include "core/spec_table.h"
+
+namespace pypto::py {
+
+// A global or closure variable the kernel reads. Checked by identity on every call.
+struct Guard {
+  PyObject* container = nullptr;  // globals dict, or a cell when name == NULL
+  PyObject* name = nullptr;       // interned str
+  PyObject* last = nullptr;       // value seen last (strong), NULL when absent
+};
+
+// Per constant parameter: the object seen last and its id (identity fast path).
+struct ConstCache {
+  PyObject* last = nullptr;  // strong
+  uint32_t id = 0;
+  bool identity_ok = false;  // false for values with mutable parts (lists): re-keyed by value every call
+};
+
+struct Counters {
+  uint64_t hits = 0;
+  uint64_t misses = 0;
+  double compile_seconds = 0;
+};
+
+struct JitState {
+  ParamTable table;
+  std::vector<PyObject*> names;         // interned parameter names by position (strong)
+  int n_positional = 0;                 // parameters that may be passed positionally
+  PyObject* fn = nullptr;               // the Python function: source of __defaults__/__kwdefaults__
+  PyObject* defaults_seen = nullptr;    // identity of fn.__defaults__ when `defaults` was computed (strong)
+  PyObject* kwdefaults_seen = nullptr;  // same for __kwdefaults__ (strong)
+  std::vector<PyObject*> defaults;      // default by position, borrowed from the two containers above
+  PyObject* on_miss = nullptr;          // Python callable(args_tuple, key_bytes) -> build result
+  std::vector<Guard> guards;
+  uint32_t guard_state = 0;
+  std::vector<ConstCache> consts;
+  SpecializationTable specs;
+  Counters counters;
+  RunMode run_mode = RunMode::kSim;
+  std::string backend_reason;           // non-empty: the run mode cannot run here
+  int32_t num_threads = 1;
+  int32_t debug_mode = 0;
+  int64_t release_gil_elements = int64_t(1) << 16;  // kernels touching more elements run without the GIL
+
+  ~JitState();
+};
+
+}  // namespace pypto::py

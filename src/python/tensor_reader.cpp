@@ -1,0 +1,211 @@
+// tensor_reader: reader selection by type and the three readers (see tensor_reader.h).
+#include "python/tensor_reader.h"
+
+#include <cstring>
+
+namespace pypto::py {
+
+namespace {
+
+// DLPack 1.x exchange API table (torch.Tensor.__dlpack_c_exchange_api__). Declared here, not included from a
+// framework, so that pypto builds without torch; the version is checked before the table is used.
+struct ExchangeApiHeader {
+  DLPackVersion version;
+  ExchangeApiHeader* prev_api;
+};
+struct ExchangeApi {
+  ExchangeApiHeader header;
+  void* managed_tensor_allocator;
+  void* managed_tensor_from_py_object_no_sync;
+  void* managed_tensor_to_py_object_no_sync;
+  int (*dltensor_from_py_object_no_sync)(void* py_object, DLTensor* out);
+  void* current_work_stream;
+};
+
+struct ReaderEntry {
+  PyTypeObject* type;
+  ReaderKind kind;
+  const ExchangeApi* api;
+};
+
+// A handful of tensor types are ever seen; a linear scan over pointers is faster than any map.
+constexpr int kCacheSize = 16;
+ReaderEntry g_cache[kCacheSize];
+int g_cached = 0;
+
+ReaderEntry classify(PyTypeObject* type) {
+  ReaderEntry e{type, ReaderKind::kNone, nullptr};
+  PyObject* cap = PyObject_GetAttrString(reinterpret_cast<PyObject*>(type), "__dlpack_c_exchange_api__");
+  if (cap != nullptr) {
+    if (PyCapsule_CheckExact(cap)) {
+      auto* api = static_cast<const ExchangeApi*>(PyCapsule_GetPointer(cap, "dlpack_exchange_api"));
+      if (api != nullptr && api->header.version.major == 1 && api->dltensor_from_py_object_no_sync != nullptr) {
+        e.kind = ReaderKind::kExchangeApi;
+        e.api = api;  // the producer keeps the table alive for the life of the process
+      }
+    }
+    Py_DECREF(cap);
+  }
+  PyErr_Clear();
+  if (e.kind != ReaderKind::kNone) return e;
+  if (type->tp_as_buffer != nullptr && type->tp_as_buffer->bf_getbuffer != nullptr) {
+    e.kind = ReaderKind::kBuffer;
+    return e;
+  }
+  PyObject* dl = PyObject_GetAttrString(reinterpret_cast<PyObject*>(type), "__dlpack__");
+  if (dl != nullptr) {
+    e.kind = ReaderKind::kDLPackCapsule;
+    Py_DECREF(dl);
+  }
+  PyErr_Clear();
+  return e;
+}
+
+inline const ReaderEntry& entry_for(PyTypeObject* type) noexcept {
+  for (int i = 0; i < g_cached; ++i)
+    if (g_cache[i].type == type) return g_cache[i];
+  ReaderEntry e = classify(type);
+  if (g_cached < kCacheSize) {
+    Py_INCREF(type);  // keep the pointer from being reused by another type
+    g_cache[g_cached] = e;
+    return g_cache[g_cached++];
+  }
+  static thread_local ReaderEntry overflow;
+  overflow = e;
+  return overflow;
+}
+
+// Buffer format -> DLPack dtype. Native or little-endian only.
+bool dtype_from_format(const char* fmt, Py_ssize_t itemsize, DLDataType* out) {
+  if (fmt == nullptr) fmt = "B";
+  if (*fmt == '@' || *fmt == '=' || *fmt == '<') ++fmt;
+  if (fmt[0] == '\0' || fmt[1] != '\0') return false;
+  const uint8_t bits = static_cast<uint8_t>(itemsize * 8);
+  switch (fmt[0]) {
+    case 'e': case 'f': case 'd': *out = {kDLFloat, bits, 1}; return true;
+    case '?': *out = {kDLBool, 8, 1}; return true;
+    case 'b': case 'h': case 'i': case 'l': case 'q': *out = {kDLInt, bits, 1}; return true;
+    case 'B': case 'H': case 'I': case 'L': case 'Q': *out = {kDLUInt, bits, 1}; return true;
+    default: return false;
+  }
+}
+
+int read_buffer(PyObject* obj, DLTensor* out, ReadSlot* slot) noexcept {
+  Py_buffer* v = &slot->view;
+  if (PyObject_GetBuffer(obj, v, PyBUF_RECORDS_RO) != 0) return -1;
+  slot->cleanup = 1;
+  slot->readonly = v->readonly != 0;
+  out->data = v->buf;
+  out->device = DLDevice{kDLCPU, 0};
+  out->ndim = v->ndim;
+  out->byte_offset = 0;
+  if (!dtype_from_format(v->format, v->itemsize, &out->dtype)) out->dtype = DLDataType{3 /*opaque*/, uint8_t(v->itemsize * 8), 1};
+  static_assert(sizeof(Py_ssize_t) == sizeof(int64_t), "buffer shapes are read as int64");
+  static int64_t scalar_shape[1] = {1};
+  out->shape = v->ndim ? reinterpret_cast<int64_t*>(v->shape) : scalar_shape;
+  out->strides = nullptr;
+  if (v->ndim > 0 && !PyBuffer_IsContiguous(v, 'C') && v->ndim <= PYPTO_MAX_RANK) {
+    for (int d = 0; d < v->ndim; ++d) slot->strides[d] = v->strides[d] / (v->itemsize ? v->itemsize : 1);
+    out->strides = slot->strides;
+  }
+  return 1;
+}
+
+int read_capsule(PyObject* obj, DLTensor* out, ReadSlot* slot) noexcept {
+  PyObject* cap = nullptr;
+  {
+    PyObject* meth = PyObject_GetAttrString(obj, "__dlpack__");
+    if (meth == nullptr) return -1;
+    PyObject* kw = Py_BuildValue("{s:(ii)}", "max_version", 1, 0);
+    PyObject* empty = PyTuple_New(0);
+    cap = (kw && empty) ? PyObject_Call(meth, empty, kw) : nullptr;
+    Py_XDECREF(kw);
+    Py_XDECREF(empty);
+    if (cap == nullptr && PyErr_ExceptionMatches(PyExc_TypeError)) {  // a producer predating max_version
+      PyErr_Clear();
+      cap = PyObject_CallNoArgs(meth);
+    }
+    Py_DECREF(meth);
+    if (cap == nullptr) return -1;
+  }
+  int rc = 1;
+  if (PyCapsule_IsValid(cap, "dltensor_versioned")) {
+    auto* m = static_cast<DLManagedTensorVersioned*>(PyCapsule_GetPointer(cap, "dltensor_versioned"));
+    if (m->version.major != 1) {
+      PyErr_Format(PyExc_TypeError, "unsupported DLPack major version %u", m->version.major);
+      rc = -1;
+    } else {
+      *out = m->dl_tensor;
+      slot->cleanup = 3;
+      slot->managed = m;
+      slot->readonly = (m->flags & DLPACK_FLAG_BITMASK_READ_ONLY) != 0;
+      PyCapsule_SetName(cap, "used_dltensor_versioned");
+    }
+  } else if (PyCapsule_IsValid(cap, "dltensor")) {
+    auto* m = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(cap, "dltensor"));
+    *out = m->dl_tensor;
+    slot->cleanup = 2;
+    slot->managed = m;
+    PyCapsule_SetName(cap, "used_dltensor");
+  } else {
+    PyErr_SetString(PyExc_TypeError, "__dlpack__() did not return a DLPack capsule");
+    rc = -1;
+  }
+  Py_DECREF(cap);
+  if (rc == 1 && out->byte_offset) {
+    out->data = static_cast<char*>(out->data) + out->byte_offset;
+    out->byte_offset = 0;
+  }
+  return rc;
+}
+
+}  // namespace
+
+ReaderKind reader_kind(PyObject* obj) noexcept { return entry_for(Py_TYPE(obj)).kind; }
+
+int read_tensor(PyObject* obj, DLTensor* out, ReadSlot* slot) noexcept {
+  const ReaderEntry& e = entry_for(Py_TYPE(obj));
+  slot->cleanup = 0;
+  slot->readonly = false;
+  switch (e.kind) {
+    case ReaderKind::kExchangeApi:
+      if (e.api->dltensor_from_py_object_no_sync(obj, out) != 0) return -1;
+      if (out->byte_offset) {
+        out->data = static_cast<char*>(out->data) + out->byte_offset;
+        out->byte_offset = 0;
+      }
+      return 1;
+    case ReaderKind::kBuffer:
+      return read_buffer(obj, out, slot);
+    case ReaderKind::kDLPackCapsule:
+      return read_capsule(obj, out, slot);
+    default:
+      return 0;
+  }
+}
+
+void release_slot(ReadSlot* slot) noexcept {
+  switch (slot->cleanup) {
+    case 1: PyBuffer_Release(&slot->view); break;
+    case 2: {
+      auto* m = static_cast<DLManagedTensor*>(slot->managed);
+      if (m->deleter) m->deleter(m);
+      break;
+    }
+    case 3: {
+      auto* m = static_cast<DLManagedTensorVersioned*>(slot->managed);
+      if (m->deleter) m->deleter(m);
+      break;
+    }
+    default: break;
+  }
+  slot->cleanup = 0;
+}
+
+const char* type_name(PyObject* obj) noexcept {
+  PyTypeObject* t = Py_TYPE(obj);
+  if (std::strcmp(t->tp_name, "Tensor") == 0 || std::strcmp(t->tp_name, "torch.Tensor") == 0) return "torch.Tensor";
+  return t->tp_name;
+}
+
+}  // namespace pypto::py

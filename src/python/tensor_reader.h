@@ -1,0 +1,40 @@
+// tensor_reader: turns a Python tensor object into a DLTensor without running Python code.
+//
+// Readers are chosen by Py_TYPE(obj) pointer and cached per type:
+//   - torch.Tensor (and any type exposing __dlpack_c_exchange_api__): DLPackExchangeAPI's
+//     dltensor_from_py_object_no_sync — a C function pointer, ~70 ns, nothing to release;
+//   - numpy.ndarray and other buffer exporters: the buffer protocol (released after the call);
+//   - anything else with __dlpack__: the generic capsule protocol (a Python call; the fallback).
+#pragma once
+
+#include <Python.h>
+
+#include <cstdint>
+
+#include "pypto/dlpack.h"
+#include "pypto/kernel_abi.h"
+
+namespace pypto::py {
+
+enum class ReaderKind : uint8_t { kNone = 0, kExchangeApi, kBuffer, kDLPackCapsule };
+
+// Per-argument state that must outlive the kernel call (buffer views, DLPack capsules).
+struct ReadSlot {
+  // Plain data, set by read_tensor(): call frames hold arrays of these and must not pay for constructors.
+  uint8_t cleanup;   // 0 nothing, 1 Py_buffer, 2 DLManagedTensor, 3 DLManagedTensorVersioned
+  bool readonly;
+  void* managed;
+  int64_t strides[PYPTO_MAX_RANK];
+  Py_buffer view;
+};
+
+// Reads `obj`. Returns 1 when read, 0 when `obj` is not a tensor object (no exception set), -1 on an error
+// with a Python exception set. On 1 the caller must call release_slot() once the tensor is no longer used.
+int read_tensor(PyObject* obj, DLTensor* out, ReadSlot* slot) noexcept;
+void release_slot(ReadSlot* slot) noexcept;
+// Which reader `obj`'s type uses (kNone: not a tensor). Cheap after the first object of a type.
+ReaderKind reader_kind(PyObject* obj) noexcept;
+// Short description of an argument's type for messages: "torch.Tensor", "numpy.ndarray", "float", ...
+const char* type_name(PyObject* obj) noexcept;
+
+}  // namespace pypto::py
