@@ -118,6 +118,23 @@ bool ConstInterner::encode(PyObject* obj, bool allow_identity, int depth, std::s
     }
     return true;
   }
+  if (type->tp_as_buffer != nullptr && type->tp_as_number != nullptr) {  // numpy scalars: (type, raw bytes)
+    Py_buffer view;
+    if (PyObject_GetBuffer(obj, &view, PyBUF_RECORDS_RO) == 0) {
+      const bool scalar = view.ndim == 0;
+      if (scalar) {
+        out->push_back('D');
+        put_ptr(out, type);
+        keep(reinterpret_cast<PyObject*>(type));
+        put_u64(out, static_cast<uint64_t>(view.len));
+        out->append(static_cast<const char*>(view.buf), view.len);
+      }
+      PyBuffer_Release(&view);
+      if (scalar) return true;
+    } else {
+      PyErr_Clear();
+    }
+  }
   if (allow_identity) {
     out->push_back('O');
     put_ptr(out, obj);

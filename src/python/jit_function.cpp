@@ -102,8 +102,24 @@ bool has_mutable_part(PyObject* o) {
 }
 
 // Constant parameter `c` (position `pos`): id of `obj`, updating the identity cache. 0 with an exception set.
+// numpy scalars (np.float32(2.0)) and 0-d arrays export a buffer but are numbers, not tensors.
+bool is_tensor_like(PyObject* obj) {
+  if (PyLong_Check(obj) || PyFloat_Check(obj) || PyUnicode_Check(obj)) return false;
+  const ReaderKind k = reader_kind(obj);
+  if (k == ReaderKind::kNone) return false;
+  if (k != ReaderKind::kBuffer || Py_TYPE(obj)->tp_as_number == nullptr) return true;
+  Py_buffer view;
+  if (PyObject_GetBuffer(obj, &view, PyBUF_RECORDS_RO) != 0) {
+    PyErr_Clear();
+    return true;
+  }
+  const bool scalar = view.ndim == 0;
+  PyBuffer_Release(&view);
+  return !scalar;
+}
+
 [[gnu::noinline]] uint32_t const_id_slow(JitState& st, int c, int pos, PyObject* obj) {
-  if (reader_kind(obj) != ReaderKind::kNone) {
+  if (is_tensor_like(obj)) {
     raise(PyExc_TypeError, head(st, pos) + "is a compile-time constant (no pypto.Tensor annotation), got a tensor (" +
                                type_name(obj) + "); annotate it as pypto.Tensor(...) to pass a tensor");
     return 0;
@@ -191,7 +207,7 @@ PyObject* guard_value(const Guard& g) {
 [[gnu::cold]] bool scalar_slow(JitState& st, int pos, PyObject* obj, PyptoScalarArg* out) {
   const int dt = st.table.params[pos].scalar_dtype;
   const bool is_float = dt == PYPTO_DT_FP16 || dt == PYPTO_DT_BF16 || dt == PYPTO_DT_FP32 || dt == PYPTO_DT_FP64;
-  if (reader_kind(obj) != ReaderKind::kNone || PyUnicode_Check(obj) || obj == Py_None) {
+  if (is_tensor_like(obj) || PyUnicode_Check(obj) || obj == Py_None) {
     raise(PyExc_TypeError, head(st, pos) + "expected a " + dtype_name(dt) + " scalar (pypto.Scalar), got " +
                                type_name(obj));
     return false;
@@ -230,11 +246,29 @@ PyObject* guard_value(const Guard& g) {
   return true;
 }
 
+// (dtype code, shape tuple) per tensor argument: what the front end needs to describe a specialization, read
+// from the DLTensors so that any tensor type the readers accept works (cold path).
+PyObject* tensor_meta(const JitState& st, const DLTensor* dl) {
+  const int nt = st.table.n_tensors();
+  PyObject* meta = PyTuple_New(nt);
+  if (meta == nullptr) return nullptr;
+  for (int t = 0; t < nt; ++t) {
+    PyObject* shape = PyTuple_New(dl[t].ndim);
+    if (shape == nullptr) {
+      Py_DECREF(meta);
+      return nullptr;
+    }
+    for (int d = 0; d < dl[t].ndim; ++d) PyTuple_SET_ITEM(shape, d, PyLong_FromLongLong(dl[t].shape[d]));
+    PyTuple_SET_ITEM(meta, t, Py_BuildValue("(iN)", dtype_from_dlpack(dl[t].dtype), shape));
+  }
+  return meta;
+}
+
 // Miss: ask Python to build (trace + codegen + compile, cached on disk), load it, insert it.
 // Returns the specialization, or NULL with an exception set, or NULL without one when the build stopped early
 // (host_options.compile_stage) and there is nothing to launch.
-[[gnu::noinline]] const Specialization* miss(JitState& st, PyObject** slots, const uint64_t* key, int n,
-                                             uint64_t hash) {
+[[gnu::noinline]] const Specialization* miss(JitState& st, PyObject** slots, const DLTensor* dl,
+                                             const uint64_t* key, int n, uint64_t hash) {
   st.counters.misses++;
   if (!st.backend_reason.empty()) {
     raise_pypto("BackendUnavailableError", head(st) + st.backend_reason);
@@ -248,9 +282,11 @@ PyObject* guard_value(const Guard& g) {
     PyTuple_SET_ITEM(args, i, slots[i]);
   }
   PyObject* kb = PyBytes_FromStringAndSize(reinterpret_cast<const char*>(key), sizeof(uint64_t) * n);
-  PyObject* res = kb ? PyObject_CallFunctionObjArgs(st.on_miss, args, kb, nullptr) : nullptr;
+  PyObject* meta = kb ? tensor_meta(st, dl) : nullptr;
+  PyObject* res = meta ? PyObject_CallFunctionObjArgs(st.on_miss, args, kb, meta, nullptr) : nullptr;
   Py_DECREF(args);
   Py_XDECREF(kb);
+  Py_XDECREF(meta);
   if (res == nullptr) return nullptr;
   if (res == Py_None) {
     Py_DECREF(res);
@@ -407,10 +443,15 @@ PyObject* call_impl(JitFunctionObject* self, PyObject* const* args, size_t nargs
   if constexpr (mode == Mode::kProbe) {
     PyObject* kb = PyBytes_FromStringAndSize(reinterpret_cast<const char*>(key), sizeof(uint64_t) * n);
     if (kb == nullptr) return nullptr;
-    return Py_BuildValue("(ON)", spec ? Py_True : Py_False, kb);
+    PyObject* meta = tensor_meta(st, dl);
+    if (meta == nullptr) {
+      Py_DECREF(kb);
+      return nullptr;
+    }
+    return Py_BuildValue("(ONN)", spec ? Py_True : Py_False, kb, meta);
   }
   if (spec == nullptr) [[unlikely]] {
-    spec = miss(st, slots, key, n, hash);
+    spec = miss(st, slots, dl, key, n, hash);
     if (spec == nullptr) {
       if (PyErr_Occurred()) return nullptr;
       Py_RETURN_NONE;  // stopped at host_options.compile_stage: nothing to launch
@@ -453,7 +494,8 @@ PyObject* call_impl(JitFunctionObject* self, PyObject* const* args, size_t nargs
     rc = sim_launch(spec->entry, targs, scalars, &ctx);
   }
   if (rc != 0) [[unlikely]]
-    return raise_pypto("KernelRuntimeError", head(st) + (error[0] ? error : "the kernel reported an error"));
+    return raise_pypto("KernelRuntimeError", std::strncmp(error, "kernel '", 8) == 0 ? std::string(error)
+                                           : head(st) + (error[0] ? error : "the kernel reported an error"));
   Py_RETURN_NONE;
 }
 

@@ -10,18 +10,18 @@ from __future__ import annotations
 import struct
 
 from .annotations import STATIC
+from .dtypes import DataType
 from .signature import CONSTEXPR, TENSOR
 
 
-def _layout(front, args_by_name: dict) -> list[str]:
+def _layout(front, meta: tuple) -> list[str]:
     """Labels of the key words, in the order the core packs them (core/binder.cpp: pack_tensor_key)."""
     labels = []
     for p in front.params:
         if p.kind != TENSOR:
             continue
         ann = p.annotation
-        a = args_by_name[p.name]
-        ndim = len(a.shape)
+        ndim = len(meta[p.kind_index][1])
         if ann.dtype is None or ann.shape is None or ann.ellipsis:
             labels.append(f"dtype/rank of tensor '{p.name}'")
         annotated = 0 if ann.shape is None else len(ann.shape)
@@ -48,7 +48,7 @@ def _bind(front, args, kwargs) -> dict:
 
 
 def explain(front, native, args, kwargs) -> str:
-    hit, key = native._probe(*args, **kwargs)
+    hit, key, meta = native._probe(*args, **kwargs)
     if hit:
         return f"kernel '{front.name}': hit (an existing specialization serves this call)"
     words = struct.unpack(f"<{len(key) // 8}Q", key)
@@ -56,7 +56,7 @@ def explain(front, native, args, kwargs) -> str:
     if not specs:
         return f"kernel '{front.name}': miss (no specialization compiled yet)"
     by_name = _bind(front, args, kwargs)
-    labels = _layout(front, by_name)
+    labels = _layout(front, meta)
     best = None
     for skey, info, _lib, _secs in specs:
         sw = struct.unpack(f"<{len(skey) // 8}Q", skey)
@@ -80,11 +80,11 @@ def explain(front, native, args, kwargs) -> str:
             details.append(f"{d}: changed {', '.join(changed) or '(a guarded value)'}")
         elif d.startswith("dim ") or d.startswith("dtype/rank"):
             pname = d.split("'")[1]
-            a = by_name[pname]
+            t = next(p for p in front.params if p.name == pname)
+            dtype_code, shape = meta[t.kind_index]
             old = next((t for t in info["request"].tensors if t.param == pname), None) if info else None
-            was = f"{old.dtype.short}{list(old.dims)}" if old else "?"
-            details.append(f"{d}: compiled for {was}, called with {str(a.dtype).replace('torch.', '')}"
-                           f"{list(a.shape)}")
+            was = f"{old.dtype.short}{[x if isinstance(x, int) else '?' for x in old.dims]}" if old else "?"
+            details.append(f"{d}: compiled for {was}, called with {DataType(dtype_code).short}{list(shape)}")
         else:
             details.append(d)
     return (f"kernel '{front.name}': miss; nearest of {len(specs)} specialization(s) differs in: "

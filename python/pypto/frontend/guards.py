@@ -49,7 +49,10 @@ def function_ast(fn) -> ast.FunctionDef | None:
         src = textwrap.dedent(inspect.getsource(fn))
     except (OSError, TypeError):
         return None
-    tree = ast.parse(src)
+    try:
+        tree = ast.parse(src)
+    except SyntaxError:  # e.g. a lambda inside an expression: getsource returns a fragment
+        return None
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == fn.__code__.co_name:
             return node

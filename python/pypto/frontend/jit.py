@@ -15,9 +15,9 @@ from typing import Any
 
 from .. import _core
 from ..errors import KernelDefinitionError
-from . import options as _options
+from . import option_schema as _options
 from .annotations import DYNAMIC, STATIC, DynamicDim
-from .dtypes import DataType, from_any
+from .dtypes import DataType
 from .guards import collect_guards, function_ast
 from .signature import (CONSTEXPR, SCALAR, TENSOR, DynDim, ScalarArgSpec, SpecRequest, TensorArgSpec,
                         build_params)
@@ -83,13 +83,14 @@ class JITKernel:
         return (_DIM_FIXED, int(d))
 
     # -- the miss ------------------------------------------------------------------------------------------
-    def spec_request(self, args: tuple) -> SpecRequest:
-        """Describe the specialization selected by the bound arguments `args` (one per parameter)."""
+    def spec_request(self, args: tuple, meta: tuple) -> SpecRequest:
+        """Describe the specialization selected by the bound arguments `args` (one per parameter); `meta` holds
+        (dtype code, shape) per tensor argument, as the native core read them."""
         tensors, scalars, constants = [], [], {}
         for p, a in zip(self.params, args):
             if p.kind == TENSOR:
                 ann = p.annotation
-                shape = tuple(int(s) for s in a.shape)
+                dtype_code, shape = meta[p.kind_index]
                 dims = []
                 for axis, size in enumerate(shape):
                     d = ann.shape[axis] if ann.shape is not None and axis < len(ann.shape) else STATIC
@@ -99,14 +100,14 @@ class JITKernel:
                         dims.append(DynDim(p.name, axis, d.name))
                     else:
                         dims.append(size)
-                tensors.append(TensorArgSpec(p.name, p.kind_index, from_any(a.dtype), tuple(dims), ann.format))
+                tensors.append(TensorArgSpec(p.name, p.kind_index, DataType(dtype_code), tuple(dims), ann.format))
             elif p.kind == SCALAR:
                 scalars.append(ScalarArgSpec(p.name, p.kind_index, p.annotation.dtype))
             else:
                 constants[p.name] = a
         return SpecRequest(self.name, self.params, tensors, scalars, constants, self.options.as_dict())
 
-    def _on_miss(self, args: tuple, key: bytes):
+    def _on_miss(self, args: tuple, key: bytes, meta: tuple):
         with self._lock:
             job = self._inflight.get(key)
             owner = job is None
@@ -116,9 +117,12 @@ class JITKernel:
             job.done.wait()
             if job.error is not None:
                 raise job.error
-            return job.result
+            if job.result is None:
+                return None
+            library, written, _seconds, info = job.result
+            return (library, written, 0.0, info)  # the owner accounted for the build time
         try:
-            job.result = self._build(args)
+            job.result = self._build(args, meta)
             return job.result
         except BaseException as e:
             job.error = e
@@ -128,10 +132,10 @@ class JITKernel:
             with self._lock:
                 self._inflight.pop(key, None)
 
-    def _build(self, args: tuple):
+    def _build(self, args: tuple, meta: tuple):
         from ..compiler import build
 
-        request = self.spec_request(args)
+        request = self.spec_request(args, meta)
         t0 = time.perf_counter()
         result = build(self.prepared, request)
         seconds = result.compile_seconds if result.compile_seconds else time.perf_counter() - t0

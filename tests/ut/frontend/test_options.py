@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from pypto.errors import OptionError
-from pypto.frontend import options as O
-from pypto.frontend.options import (
+from pypto.frontend import option_schema as O
+from pypto.frontend.option_schema import (
     GROUP_NAMES, SCHEMAS, CompileStage, CompStage, ResolvedOptions, RunMode, current_scope, detect_cann,
     options, validate_options,
 )

@@ -1,0 +1,305 @@
+/* pypto kernel runtime helpers: included by every generated kernel after kernel_abi.h.
+ *
+ * Kept deliberately tiny (compile time of a simple kernel is the budget): no <iostream>, no STL containers,
+ * no libm headers (GCC/Clang builtins call libm directly). Provides
+ *   - half / bf16 storage types with exact round-to-nearest-even conversion from float (bit manipulation);
+ *   - Cvt<To>::from(x): the one conversion every generated load/store goes through;
+ *   - integer helpers with Python semantics (floor division / modulo) used by symbolic index expressions;
+ *   - math wrappers overloaded on float/double;
+ *   - Buffer: an RAII heap block for temporaries that do not fit on the stack;
+ *   - parallel_for (only when PYPTO_RT_THREADS is defined before inclusion) on plain pthreads.
+ */
+#ifndef PYPTO_KERNEL_RT_H_
+#define PYPTO_KERNEL_RT_H_
+
+#include <stdint.h>
+
+#include "kernel_abi.h"
+
+#ifdef PYPTO_RT_THREADS
+#include <pthread.h>
+#endif
+
+namespace pypto_rt {
+
+typedef __SIZE_TYPE__ size_t;
+
+/* ------------------------------------------------------------------------------------------------------ */
+/* float <-> fp16 / bf16, round to nearest even. */
+
+static inline uint32_t f32_bits(float f) {
+  uint32_t u;
+  __builtin_memcpy(&u, &f, 4);
+  return u;
+}
+static inline float bits_f32(uint32_t u) {
+  float f;
+  __builtin_memcpy(&f, &u, 4);
+  return f;
+}
+
+static inline uint16_t f32_to_f16_bits(float f) {
+  const uint32_t x = f32_bits(f);
+  const uint32_t sign = (x >> 16) & 0x8000u;
+  const uint32_t ax = x & 0x7fffffffu;
+  if (ax >= 0x7f800000u) {  // inf / nan (nan keeps its top payload bits and stays quiet)
+    return (uint16_t)(sign | 0x7c00u | (ax > 0x7f800000u ? (0x200u | ((ax >> 13) & 0x3ffu)) : 0u));
+  }
+  if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u);  // >= 65520 rounds to inf
+  if (ax >= 0x38800000u) {                                     // normal half
+    const uint32_t r = (ax - 0x38000000u + 0xfffu + ((ax >> 13) & 1u)) >> 13;
+    return (uint16_t)(sign | r);
+  }
+  if (ax <= 0x33000000u) return (uint16_t)sign;  // <= 2^-25 rounds (to even) to zero
+  // subnormal half: m = round(|f| * 2^24)
+  const uint32_t e = ax >> 23;
+  const uint32_t mant = (ax & 0x7fffffu) | 0x800000u;
+  const uint32_t shift = 126u - e;
+  uint32_t m = mant >> shift;
+  const uint32_t rem = mant & ((1u << shift) - 1u);
+  const uint32_t halfway = 1u << (shift - 1u);
+  if (rem > halfway || (rem == halfway && (m & 1u))) ++m;
+  return (uint16_t)(sign | m);
+}
+
+static inline float f16_bits_to_f32(uint16_t h) {
+  const uint32_t sign = ((uint32_t)h & 0x8000u) << 16;
+  uint32_t e = ((uint32_t)h >> 10) & 0x1fu;
+  uint32_t m = (uint32_t)h & 0x3ffu;
+  uint32_t bits;
+  if (e == 0x1fu) {
+    bits = sign | 0x7f800000u | (m << 13);
+  } else if (e != 0) {
+    bits = sign | ((e + 112u) << 23) | (m << 13);
+  } else if (m == 0) {
+    bits = sign;
+  } else {
+    e = 113u;
+    while (!(m & 0x400u)) {
+      m <<= 1;
+      --e;
+    }
+    bits = sign | (e << 23) | ((m & 0x3ffu) << 13);
+  }
+  return bits_f32(bits);
+}
+
+static inline uint16_t f32_to_bf16_bits(float f) {
+  uint32_t x = f32_bits(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);  // quiet nan
+  x += 0x7fffu + ((x >> 16) & 1u);
+  return (uint16_t)(x >> 16);
+}
+static inline float bf16_bits_to_f32(uint16_t b) { return bits_f32((uint32_t)b << 16); }
+
+struct half {
+  uint16_t bits;
+  operator float() const { return f16_bits_to_f32(bits); }
+  static half from_float(float f) {
+    half h;
+    h.bits = f32_to_f16_bits(f);
+    return h;
+  }
+};
+struct bf16 {
+  uint16_t bits;
+  operator float() const { return bf16_bits_to_f32(bits); }
+  static bf16 from_float(float f) {
+    bf16 b;
+    b.bits = f32_to_bf16_bits(f);
+    return b;
+  }
+};
+
+/* Cvt<To>::from(x): value conversion used by every load and store of generated code.
+ * float -> int truncates toward zero (as torch does); anything -> bool is `x != 0`;
+ * anything -> half/bf16 goes through float and rounds to nearest even. */
+template <class To>
+struct Cvt {
+  template <class F>
+  static To from(F x) { return static_cast<To>(x); }
+  static To from(half h) { return static_cast<To>(float(h)); }
+  static To from(bf16 b) { return static_cast<To>(float(b)); }
+};
+template <>
+struct Cvt<half> {
+  template <class F>
+  static half from(F x) { return half::from_float(static_cast<float>(x)); }
+  static half from(half h) { return h; }
+  static half from(bf16 b) { return half::from_float(float(b)); }
+};
+template <>
+struct Cvt<bf16> {
+  template <class F>
+  static bf16 from(F x) { return bf16::from_float(static_cast<float>(x)); }
+  static bf16 from(bf16 b) { return b; }
+  static bf16 from(half h) { return bf16::from_float(float(h)); }
+};
+template <>
+struct Cvt<bool> {
+  template <class F>
+  static bool from(F x) { return x != 0; }
+  static bool from(half h) { return float(h) != 0.0f; }
+  static bool from(bf16 b) { return float(b) != 0.0f; }
+};
+
+/* ------------------------------------------------------------------------------------------------------ */
+/* integer helpers with Python semantics */
+
+static inline int64_t floordiv(int64_t a, int64_t b) {
+  if (b == 0) return 0;
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+static inline int64_t floormod(int64_t a, int64_t b) {
+  if (b == 0) return 0;
+  int64_t r = a % b;
+  if (r != 0 && ((r < 0) != (b < 0))) r += b;
+  return r;
+}
+static inline int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
+static inline int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
+static inline double fmin_(double a, double b) { return a < b ? a : b; }
+static inline double fmax_(double a, double b) { return a > b ? a : b; }
+
+/* ------------------------------------------------------------------------------------------------------ */
+/* math on float / double / integers (compute types of generated code) */
+
+#define PYPTO_RT_UNARY(name, fb, db)                     \
+  static inline float name(float x) { return fb(x); }   \
+  static inline double name(double x) { return db(x); }
+PYPTO_RT_UNARY(exp_, __builtin_expf, __builtin_exp)
+PYPTO_RT_UNARY(log_, __builtin_logf, __builtin_log)
+PYPTO_RT_UNARY(sqrt_, __builtin_sqrtf, __builtin_sqrt)
+PYPTO_RT_UNARY(tanh_, __builtin_tanhf, __builtin_tanh)
+PYPTO_RT_UNARY(floor_, __builtin_floorf, __builtin_floor)
+PYPTO_RT_UNARY(ceil_, __builtin_ceilf, __builtin_ceil)
+PYPTO_RT_UNARY(trunc_, __builtin_truncf, __builtin_trunc)
+PYPTO_RT_UNARY(rint_, __builtin_rintf, __builtin_rint) /* default rounding mode: half to even */
+PYPTO_RT_UNARY(fabs_, __builtin_fabsf, __builtin_fabs)
+PYPTO_RT_UNARY(sin_, __builtin_sinf, __builtin_sin)
+PYPTO_RT_UNARY(cos_, __builtin_cosf, __builtin_cos)
+#undef PYPTO_RT_UNARY
+
+static inline float pow_(float a, float b) { return __builtin_powf(a, b); }
+static inline double pow_(double a, double b) { return __builtin_pow(a, b); }
+static inline float fmod_(float a, float b) { return __builtin_fmodf(a, b); }
+static inline double fmod_(double a, double b) { return __builtin_fmod(a, b); }
+static inline bool isnan_(float x) { return x != x; }
+static inline bool isnan_(double x) { return x != x; }
+static inline bool isnan_(int64_t) { return false; }
+
+/* maximum/minimum propagate NaN like torch.maximum / torch.amax */
+template <class T>
+static inline T maximum(T a, T b) {
+  if (isnan_(a)) return a;
+  if (isnan_(b)) return b;
+  return a > b ? a : b;
+}
+template <class T>
+static inline T minimum(T a, T b) {
+  if (isnan_(a)) return a;
+  if (isnan_(b)) return b;
+  return a < b ? a : b;
+}
+/* torch.remainder for floats: result has the sign of the divisor */
+template <class T>
+static inline T fremainder(T a, T b) {
+  T r = fmod_(a, b);
+  if (r != 0 && ((r < 0) != (b < 0))) r += b;
+  return r;
+}
+/* torch.floor_divide for floats */
+template <class T>
+static inline T ffloordiv(T a, T b) { return floor_((a - fremainder(a, b)) / b); }
+static inline int64_t ipow(int64_t a, int64_t b) {
+  if (b < 0) return a == 1 ? 1 : (a == -1 ? ((b & 1) ? -1 : 1) : 0);
+  int64_t r = 1;
+  while (b) {
+    if (b & 1) r *= a;
+    a *= a;
+    b >>= 1;
+  }
+  return r;
+}
+template <class T>
+static inline T sigmoid(T x) { return T(1) / (T(1) + exp_(-x)); }
+
+/* ------------------------------------------------------------------------------------------------------ */
+/* errors and memory */
+
+static inline int fail(PyptoLaunchContext* ctx, const char* msg) {
+  if (ctx && ctx->error && ctx->error_capacity > 0) {
+    int64_t i = 0;
+    for (; msg[i] && i + 1 < ctx->error_capacity; ++i) ctx->error[i] = msg[i];
+    ctx->error[i] = 0;
+  }
+  return 1;
+}
+
+/* A heap temporary freed when the enclosing scope ends (zero-initialised so results are deterministic). */
+struct Buffer {
+  void* p;
+  explicit Buffer(size_t bytes) : p(__builtin_calloc(bytes ? bytes : 1, 1)) {}
+  ~Buffer() { __builtin_free(p); }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+};
+
+/* ------------------------------------------------------------------------------------------------------ */
+/* parallel loops: iteration k of [0, n) runs f(k); each thread takes a contiguous chunk. f returns 0 or
+ * a non-zero error code; the first error stops the remaining iterations. */
+#ifdef PYPTO_RT_THREADS
+template <class F>
+struct ParallelJob {
+  F* f;
+  int64_t begin, end;
+  int* err;
+};
+template <class F>
+static void* parallel_worker(void* arg) {
+  ParallelJob<F>* job = (ParallelJob<F>*)arg;
+  for (int64_t k = job->begin; k < job->end; ++k) {
+    if (__atomic_load_n(job->err, __ATOMIC_RELAXED)) break;
+    int r = (*job->f)(k);
+    if (r) {
+      int expected = 0;
+      __atomic_compare_exchange_n(job->err, &expected, r, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+      break;
+    }
+  }
+  return 0;
+}
+template <class F>
+static int parallel_for(int64_t n, int32_t num_threads, F f) {
+  if (n <= 0) return 0;
+  int64_t nt = num_threads < 1 ? 1 : (num_threads > 64 ? 64 : num_threads);
+  if (nt > n) nt = n;
+  int err = 0;
+  ParallelJob<F> jobs[64];
+  pthread_t threads[64];
+  bool started[64];
+  for (int64_t t = 0; t < nt; ++t) {
+    jobs[t].f = &f;
+    jobs[t].begin = n * t / nt;
+    jobs[t].end = n * (t + 1) / nt;
+    jobs[t].err = &err;
+    started[t] = false;
+  }
+  for (int64_t t = 1; t < nt; ++t)
+    started[t] = pthread_create(&threads[t], 0, &parallel_worker<F>, &jobs[t]) == 0;
+  parallel_worker<F>(&jobs[0]);
+  for (int64_t t = 1; t < nt; ++t) {
+    if (started[t])
+      pthread_join(threads[t], 0);
+    else
+      parallel_worker<F>(&jobs[t]); /* could not start a thread: run its share here */
+  }
+  return err;
+}
+#endif
+
+}  // namespace pypto_rt
+
+#endif /* PYPTO_KERNEL_RT_H_ */

@@ -1,0 +1,413 @@
+"""IR -> one C++17 translation unit implementing the kernel ABI (include/pypto/kernel_abi.h).
+
+Codegen model: a tensor value is (pointer, dims, strides). Dims and strides are printed as C++ expressions,
+so static sizes become literals that g++ can unroll/vectorize and DYNAMIC sizes read the argument's shape.
+Views are pointer offsets with the parent's strides; broadcast dims contribute no index term (stride 0).
+Op results are fresh contiguous buffers: on the stack when the size is static and small, else an RAII heap
+block (pypto_rt::Buffer). Elementwise and reduction loop nests are blocked by set_vec_tile_shapes; matmul is
+a blocked i-k-j nest (set_cube_tile_shapes). `pypto.loop(parallel=True)` runs its body through
+pypto_rt::parallel_for on ctx->num_threads threads. The output is deterministic: the same IR gives
+byte-identical source.
+"""
+from __future__ import annotations
+
+from ..frontend.dtypes import DataType as DT
+from ..ir import sym as S
+from ..ir.nodes import LOCAL, PARAM, Assign, Check, Kernel, Loop, Op, Storage, Value, format_kernel
+from .templates import REDUCE_INIT, REDUCE_STEP, c_string, ctype, ew_expr
+
+STACK_BUFFER_MAX = 64 * 1024       # bytes: a static temporary up to this size lives on the stack
+STACK_TOTAL_MAX = 512 * 1024       # bytes of stack temporaries per kernel before spilling to the heap
+DEFAULT_MM_TILE = (64, 256, 256)   # (m0, k0, n0) when set_cube_tile_shapes was not called
+
+
+class _Emitter:
+    def __init__(self, kernel: Kernel):
+        self.k = kernel
+        self.lines: list[str] = []
+        self.ind = 1
+        self.n = 0
+        self.stack_bytes = 0
+        self.parallel_depth = 0
+
+    # ---- plumbing -------------------------------------------------------------------------------------------
+    def line(self, s: str):
+        self.lines.append("  " * self.ind + s)
+
+    def fresh(self, prefix: str) -> str:
+        self.n += 1
+        return f"{prefix}{self.n}"
+
+    def open(self, header: str):
+        self.line(header + " {")
+        self.ind += 1
+
+    def close(self, n: int = 1):
+        for _ in range(n):
+            self.ind -= 1
+            self.line("}")
+
+    def dim(self, d) -> str:
+        """A dim as a C++ expression; non-trivial symbolic ones are hoisted into a const local."""
+        if isinstance(d, int):
+            return S.to_cpp(d)
+        if d.op == "var":
+            return S.to_cpp(d)
+        name = self.fresh("n")
+        self.line(f"const int64_t {name} = {S.to_cpp(d)};")
+        return name
+
+    # ---- memory -------------------------------------------------------------------------------------------
+    def alloc_raw(self, name: str, ct: str, itemsize: int, static_elems, dyn_elems: str = "", zero=False):
+        if static_elems is not None:
+            nbytes = static_elems * itemsize
+            if nbytes <= STACK_BUFFER_MAX and self.stack_bytes + nbytes <= STACK_TOTAL_MAX:
+                self.stack_bytes += nbytes
+                init = " = {}" if zero else ""
+                self.line(f"alignas(64) {ct} {name}[{max(static_elems, 1)}]{init};")
+                return
+            dyn_elems = f"(pypto_rt::size_t){static_elems}"
+        self.line(f"pypto_rt::Buffer {name}_buf({dyn_elems} * sizeof({ct}));")
+        self.line(f"{ct}* {name} = ({ct}*){name}_buf.p;")
+
+    def alloc(self, st: Storage):
+        n = st.static_elems()
+        dyn = " * ".join(f"(pypto_rt::size_t)({S.to_cpp(d)})" for d in st.shape) or "(pypto_rt::size_t)1"
+        self.alloc_raw(st.cname, ctype(st.dtype), st.dtype.itemsize, n, dyn)
+
+    def ptr(self, v: Value, const: bool) -> str:
+        """Hoist a pointer to v's first element."""
+        name = self.fresh("q")
+        q = "const " if const else ""
+        restrict = " __restrict" if const else ""
+        off = "" if (isinstance(v.offset, int) and v.offset == 0) else f" + {S.to_cpp(v.offset)}"
+        self.line(f"{q}{ctype(v.dtype)}*{restrict} {name} = {v.storage.cname}{off};")
+        return name
+
+    @staticmethod
+    def index(v: Value, ivars: list) -> str:
+        """Element offset of v for loop variables `ivars` (right-aligned: broadcasting)."""
+        lead = len(ivars) - len(v.shape)
+        terms = []
+        for ax, (d, s) in enumerate(zip(v.shape, v.strides)):
+            if isinstance(d, int) and d == 1:
+                continue
+            if isinstance(s, int) and s == 0:
+                continue
+            i = ivars[lead + ax]
+            terms.append(i if (isinstance(s, int) and s == 1) else f"{i} * {S.to_cpp(s)}")
+        return " + ".join(terms) if terms else "0"
+
+    def nest(self, shape, tile=None, ivdep=True) -> tuple[list, int]:
+        """Open a (blocked) loop nest over `shape`; returns (index vars, number of opened loops)."""
+        r = len(shape)
+        dims = [self.dim(d) for d in shape]
+        tiles = [None] * r
+        if tile:
+            for k in range(1, min(r, len(tile)) + 1):
+                t = tile[-k]
+                d = shape[r - k]
+                if isinstance(d, int) and t >= d:
+                    continue
+                tiles[r - k] = t
+        ivars = [self.fresh("i") for _ in range(r)]
+        opened = 0
+        lo, hi = ["0"] * r, list(dims)
+        for ax in range(r):
+            if tiles[ax] is None:
+                continue
+            bv, ev = self.fresh("b"), self.fresh("e")
+            self.open(f"for (int64_t {bv} = 0; {bv} < {dims[ax]}; {bv} += {tiles[ax]})")
+            self.line(f"const int64_t {ev} = pypto_rt::imin({bv} + {tiles[ax]}, (int64_t){dims[ax]});")
+            lo[ax], hi[ax] = bv, ev
+            opened += 1
+        for ax in range(r):
+            if ax == r - 1 and ivdep:
+                self.line("#pragma GCC ivdep")
+            self.open(f"for (int64_t {ivars[ax]} = {lo[ax]}; {ivars[ax]} < {hi[ax]}; ++{ivars[ax]})")
+            opened += 1
+        return ivars, opened
+
+    # ---- statements -----------------------------------------------------------------------------------------
+    def block(self, block):
+        for st in block.stmts:
+            if isinstance(st, Op):
+                getattr(self, "op_" + st.kind)(st)
+            elif isinstance(st, Assign):
+                self.assign(st)
+            elif isinstance(st, Check):
+                self.line(f"if (!{S.to_cpp(st.cond)}) return pypto_rt::fail(ctx, {c_string(st.msg)});")
+            elif isinstance(st, Loop):
+                self.loop(st)
+            else:  # pragma: no cover
+                raise TypeError(st)
+
+    def loop(self, st: Loop):
+        v = st.var.args[1]
+        step = st.step
+        if not st.parallel:
+            self.line("{")
+            self.ind += 1
+            stop = self.fresh("stop")
+            self.line(f"const int64_t {stop} = {S.to_cpp(st.stop)};")
+            cmp = "<" if step > 0 else ">"
+            self.open(f"for (int64_t {v} = {S.to_cpp(st.start)}; {v} {cmp} {stop}; {v} += {step})")
+            self.block(st.body)
+            self.close(2)
+            return
+        b0, cnt, k, rc = self.fresh("lb"), self.fresh("cnt"), self.fresh("k"), self.fresh("rc")
+        self.line("{")
+        self.ind += 1
+        self.line(f"const int64_t {b0} = {S.to_cpp(st.start)};")
+        if step > 0:
+            span = f"{S.to_cpp(st.stop)} - {b0} + {step - 1}"
+            self.line(f"const int64_t {cnt} = pypto_rt::imax(0, pypto_rt::floordiv({span}, {step}));")
+        else:
+            span = f"{b0} - {S.to_cpp(st.stop)} + {-step - 1}"
+            self.line(f"const int64_t {cnt} = pypto_rt::imax(0, pypto_rt::floordiv({span}, {-step}));")
+        self.line(f"const int {rc} = pypto_rt::parallel_for({cnt}, ctx->num_threads, [&](int64_t {k}) -> int {{")
+        self.ind += 1
+        self.line(f"const int64_t {v} = {b0} + {k} * ({step});")
+        self.parallel_depth += 1
+        self.block(st.body)
+        self.parallel_depth -= 1
+        self.line("return 0;")
+        self.ind -= 1
+        self.line("});")
+        self.line(f"if ({rc}) return {rc};")
+        self.close(1)
+
+    def scalar_const(self, s, ct_dtype) -> str:
+        name = self.fresh("c")
+        ct = ctype(ct_dtype)
+        self.line(f"const {ct} {name} = pypto_rt::Cvt<{ct}>::from({S.to_cpp(s)});")
+        return name
+
+    def assign(self, st: Assign):
+        dst = st.dst
+        dp = self.ptr(dst, const=False)
+        if isinstance(st.src, Value):
+            sp = self.ptr(st.src, const=True)
+            src = None
+        else:
+            src = self.scalar_const(st.src, dst.dtype)
+        ivars, opened = self.nest(dst.shape)
+        rhs = src if src is not None else f"{sp}[{self.index(st.src, ivars)}]"
+        self.line(f"{dp}[{self.index(dst, ivars)}] = {rhs};")
+        self.close(opened)
+
+    def op_fill(self, op: Op):
+        out = op.out
+        self.alloc(out.storage)
+        c = self.scalar_const(op.ins[0], out.dtype)
+        ivars, opened = self.nest(out.shape, op.attrs.get("tile"))
+        self.line(f"{out.storage.cname}[{self.index(out, ivars)}] = {c};")
+        self.close(opened)
+
+    def op_ew(self, op: Op):
+        out = op.out
+        self.alloc(out.storage)
+        cts = op.attrs["cts"]
+        loads = []
+        for a, ct in zip(op.ins, cts):
+            if isinstance(a, Value):
+                loads.append((self.ptr(a, const=True), a, ct))
+            else:
+                loads.append((self.scalar_const(a, ct), None, ct))
+        ivars, opened = self.nest(out.shape, op.attrs.get("tile"))
+        args = []
+        for name, v, ct in loads:
+            if v is None:
+                args.append(name)
+                continue
+            e = f"{name}[{self.index(v, ivars)}]"
+            args.append(e if ct is None else f"pypto_rt::Cvt<{ctype(ct)}>::from({e})")
+        expr = ew_expr(op.attrs["fn"], args, cts[-1])
+        self.line(f"{out.storage.cname}[{self.index(out, ivars)}] = pypto_rt::Cvt<{ctype(out.dtype)}>::from("
+                  f"{expr});")
+        self.close(opened)
+
+    def op_iota(self, op: Op):
+        out = op.out
+        self.alloc(out.storage)
+        ct = "double" if op.attrs["fp"] else "int64_t"
+        start, step = self.fresh("c"), self.fresh("c")
+        self.line(f"const {ct} {start} = ({ct})({S.to_cpp(op.attrs['start'])});")
+        self.line(f"const {ct} {step} = ({ct})({S.to_cpp(op.attrs['step'])});")
+        ivars, opened = self.nest(out.shape)
+        self.line(f"{out.storage.cname}[{ivars[0]}] = pypto_rt::Cvt<{ctype(out.dtype)}>::from({start} + "
+                  f"({ct}){ivars[0]} * {step});")
+        self.close(opened)
+
+    def op_reduce(self, op: Op):
+        out, t = op.out, op.ins[0]
+        self.alloc(out.storage)
+        dims, keepdim, ct = op.attrs["dims"], op.attrs["keepdim"], op.attrs["ct"]
+        cts = ctype(ct)
+        kind = "f" if DT(ct).is_float else "i"
+        fn = op.attrs["fn"]
+        ip = self.ptr(t, const=True)
+        keep = [a for a in range(len(t.shape)) if a not in dims]
+        kvars, kopen = self.nest([t.shape[a] for a in keep], op.attrs.get("tile"), ivdep=False)
+        acc = self.fresh("acc")
+        self.line(f"{cts} {acc} = {REDUCE_INIT[(fn, kind)].format(ct=cts)};")
+        rvars, ropen = self.nest([t.shape[a] for a in dims], ivdep=False)
+        full = [None] * len(t.shape)
+        for a, v in zip(keep, kvars):
+            full[a] = v
+        for a, v in zip(dims, rvars):
+            full[a] = v
+        val = f"pypto_rt::Cvt<{cts}>::from({ip}[{self.index(t, full)}])"
+        self.line(f"{acc} = {REDUCE_STEP[fn].format(acc=acc, v=val, ct=cts)};")
+        self.close(ropen)
+        if keepdim:
+            ovars = [full[a] if a in keep else "0" for a in range(len(t.shape))]
+        else:
+            ovars = kvars
+        self.line(f"{out.storage.cname}[{self.index(out, ovars)}] = pypto_rt::Cvt<{ctype(out.dtype)}>::from({acc});")
+        self.close(kopen)
+
+    def op_cumsum(self, op: Op):
+        out, t = op.out, op.ins[0]
+        self.alloc(out.storage)
+        d, ct = op.attrs["dim"], ctype(op.attrs["ct"])
+        ip = self.ptr(t, const=True)
+        others = [a for a in range(len(t.shape)) if a != d]
+        ovars, opened = self.nest([t.shape[a] for a in others], ivdep=False)
+        acc = self.fresh("acc")
+        self.line(f"{ct} {acc} = ({ct})0;")
+        kv = self.fresh("k")
+        self.open(f"for (int64_t {kv} = 0; {kv} < {self.dim(t.shape[d])}; ++{kv})")
+        full = [None] * len(t.shape)
+        for a, v in zip(others, ovars):
+            full[a] = v
+        full[d] = kv
+        self.line(f"{acc} = {acc} + pypto_rt::Cvt<{ct}>::from({ip}[{self.index(t, full)}]);")
+        self.line(f"{out.storage.cname}[{self.index(out, full)}] = pypto_rt::Cvt<{ctype(out.dtype)}>::from({acc});")
+        self.close(1 + opened)
+
+    def op_matmul(self, op: Op):
+        out = op.out
+        a, b = op.ins
+        self.alloc(out.storage)
+        ctd = op.attrs["ct"]
+        ct = ctype(ctd)
+        tile = op.attrs.get("tile")
+        tm, tk, tn = (tile["m"][0], tile["k"][0], tile["n"][0]) if tile else DEFAULT_MM_TILE
+        M, K, N = self.dim(a.shape[-2]), self.dim(a.shape[-1]), self.dim(b.shape[-1])
+        ap, bp = self.ptr(a, const=True), self.ptr(b, const=True)
+        batched = len(out.shape) == 3
+        direct = DT(out.dtype) == DT(ctd)
+        if direct:
+            acc, acc_s0 = out.storage.cname, S.to_cpp(out.strides[-2])
+            acc_b = S.to_cpp(out.strides[0]) if batched else "0"
+        else:
+            acc = self.fresh("macc")
+            mc, nc = out.cap[-2], out.cap[-1]
+            static = mc * nc if (mc is not None and nc is not None) else None
+            self.alloc_raw(acc, ct, DT(ctd).itemsize, static, f"(pypto_rt::size_t)({M}) * (pypto_rt::size_t)({N})")
+            acc_s0 = nc if static is not None else N
+            acc_b = "0"
+        bi = "0"
+        opened = 0
+        if batched:
+            bi = self.fresh("bi")
+            self.open(f"for (int64_t {bi} = 0; {bi} < {self.dim(out.shape[0])}; ++{bi})")
+            opened += 1
+
+        def bstride(v):
+            return "0" if len(v.shape) == 2 else (f"{bi} * {S.to_cpp(v.strides[0])}"
+                                                   if not (isinstance(v.shape[0], int) and v.shape[0] == 1)
+                                                   else "0")
+
+        ab, bb = bstride(a), bstride(b)
+        obase = f"{bi} * {acc_b}" if batched else "0"
+        i, j, k = self.fresh("i"), self.fresh("j"), self.fresh("k")
+        self.open(f"for (int64_t {i} = 0; {i} < {M}; ++{i})")
+        self.line("#pragma GCC ivdep")
+        self.open(f"for (int64_t {j} = 0; {j} < {N}; ++{j})")
+        self.line(f"{acc}[{obase} + {i} * {acc_s0} + {j}] = ({ct})0;")
+        self.close(2)
+        ib, kb, jb = self.fresh("ib"), self.fresh("kb"), self.fresh("jb")
+        ie, ke, je = self.fresh("ie"), self.fresh("ke"), self.fresh("je")
+        self.open(f"for (int64_t {ib} = 0; {ib} < {M}; {ib} += {tm})")
+        self.line(f"const int64_t {ie} = pypto_rt::imin({ib} + {tm}, (int64_t){M});")
+        self.open(f"for (int64_t {kb} = 0; {kb} < {K}; {kb} += {tk})")
+        self.line(f"const int64_t {ke} = pypto_rt::imin({kb} + {tk}, (int64_t){K});")
+        self.open(f"for (int64_t {jb} = 0; {jb} < {N}; {jb} += {tn})")
+        self.line(f"const int64_t {je} = pypto_rt::imin({jb} + {tn}, (int64_t){N});")
+        self.open(f"for (int64_t {i} = {ib}; {i} < {ie}; ++{i})")
+        self.line(f"{ct}* __restrict crow = {acc} + {obase} + {i} * {acc_s0};")
+        self.open(f"for (int64_t {k} = {kb}; {k} < {ke}; ++{k})")
+        a_idx = f"{ab} + {i} * {S.to_cpp(a.strides[-2])} + {k} * {S.to_cpp(a.strides[-1])}"
+        self.line(f"const {ct} av = pypto_rt::Cvt<{ct}>::from({ap}[{a_idx}]);")
+        self.line(f"const auto* __restrict brow = {bp} + {bb} + {k} * {S.to_cpp(b.strides[-2])};")
+        bs1 = b.strides[-1]
+        bj = j if (isinstance(bs1, int) and bs1 == 1) else f"{j} * {S.to_cpp(bs1)}"
+        self.line("#pragma GCC ivdep")
+        self.open(f"for (int64_t {j} = {jb}; {j} < {je}; ++{j})")
+        self.line(f"crow[{j}] += av * pypto_rt::Cvt<{ct}>::from(brow[{bj}]);")
+        self.close(6)
+        if not direct:
+            self.open(f"for (int64_t {i} = 0; {i} < {M}; ++{i})")
+            self.line("#pragma GCC ivdep")
+            self.open(f"for (int64_t {j} = 0; {j} < {N}; ++{j})")
+            ob = f"{bi} * {S.to_cpp(out.strides[0])} + " if batched else ""
+            self.line(f"{out.storage.cname}[{ob}{i} * {S.to_cpp(out.strides[-2])} + {j}] = "
+                      f"pypto_rt::Cvt<{ctype(out.dtype)}>::from({acc}[{i} * {acc_s0} + {j}]);")
+            self.close(2)
+        self.close(opened)
+
+
+def generate(kernel: Kernel, with_ir_comment: bool = True) -> str:
+    """The C++ source of `kernel` (deterministic)."""
+    em = _Emitter(kernel)
+    for t in kernel.tensors:
+        st = kernel.params[t.param].storage
+        em.line(f"{ctype(t.dtype)}* {st.cname} = ({ctype(t.dtype)}*)tensors[{t.index}].data;")
+    for var, ti, ax in kernel.dyn_vars:
+        em.line(f"const int64_t {var.args[1]} = tensors[{ti}].shape[{ax}];")
+    for s in kernel.scalars:
+        v = kernel.scalar_vars[s.param]
+        if v.kind == S.FLOAT:
+            em.line(f"const double {v.args[1]} = scalars[{s.index}].f;")
+        elif v.kind == S.BOOL:
+            em.line(f"const bool {v.args[1]} = scalars[{s.index}].i != 0;")
+        else:
+            em.line(f"const int64_t {v.args[1]} = scalars[{s.index}].i;")
+    em.block(kernel.body)
+    em.line("(void)ctx; (void)scalars; (void)tensors;")
+    em.line("return 0;")
+
+    out = [f"// pypto generated kernel: {kernel.name}"]
+    if with_ir_comment:
+        out.append("//")
+        out += [("// " + ln).rstrip() for ln in format_kernel(kernel).splitlines()]
+    if kernel.uses_threads:
+        out.append("#define PYPTO_RT_THREADS 1")
+    out += [
+        "#include <pypto/kernel_abi.h>",
+        "#include <pypto/kernel_rt.h>",
+        "",
+        "namespace {",
+        "int kernel_body(const PyptoTensorArg* tensors, const PyptoScalarArg* scalars, PyptoLaunchContext* ctx) {",
+    ]
+    out += em.lines
+    out += [
+        "}",
+        "}  // namespace",
+        "",
+        'extern "C" __attribute__((visibility("default"))) uint32_t pypto_abi_version(void) {',
+        "  return PYPTO_KERNEL_ABI_VERSION;",
+        "}",
+        "",
+        'extern "C" __attribute__((visibility("default"))) int pypto_entry(const PyptoTensorArg* tensors, '
+        "const PyptoScalarArg* scalars, PyptoLaunchContext* ctx) {",
+        "  return kernel_body(tensors, scalars, ctx);",
+        "}",
+        "",
+    ]
+    return "\n".join(out)
+
+
+__all__ = ["generate"]

@@ -1,0 +1,95 @@
+"""C++ spellings: element types, compute types and the scalar expression of every elementwise op.
+
+An elementwise template receives its arguments already converted to their compute type (float for
+fp16/bf16/fp32, double for fp64, int64_t for integers, bool for bool) as {0}, {1}, ...; {ct} is the C++
+compute type of the result. The generated store converts the expression to the result dtype with
+pypto_rt::Cvt (round to nearest even for fp16/bf16, truncation toward zero for float -> int).
+"""
+from __future__ import annotations
+
+from ..frontend.dtypes import DataType as DT
+
+CTYPE = {
+    DT.DT_BOOL: "bool", DT.DT_INT8: "int8_t", DT.DT_INT16: "int16_t", DT.DT_INT32: "int32_t",
+    DT.DT_INT64: "int64_t", DT.DT_UINT8: "uint8_t", DT.DT_FP16: "pypto_rt::half", DT.DT_BF16: "pypto_rt::bf16",
+    DT.DT_FP32: "float", DT.DT_FP64: "double",
+}
+
+
+def ctype(dt) -> str:
+    return CTYPE[DT(dt)]
+
+
+def _fi(f: str, i: str):
+    """(float template, integer template)."""
+    return {"f": f, "i": i}
+
+
+EW = {
+    "add": "({0} + {1})",
+    "sub": "({0} - {1})",
+    "mul": "({0} * {1})",
+    "div": "({0} / {1})",
+    "floordiv": _fi("pypto_rt::ffloordiv<{ct}>({0}, {1})", "pypto_rt::floordiv({0}, {1})"),
+    "mod": _fi("pypto_rt::fremainder<{ct}>({0}, {1})", "pypto_rt::floormod({0}, {1})"),
+    "pow": _fi("pypto_rt::pow_({0}, {1})", "pypto_rt::ipow({0}, {1})"),
+    "maximum": "pypto_rt::maximum<{ct}>({0}, {1})",
+    "minimum": "pypto_rt::minimum<{ct}>({0}, {1})",
+    "exp": "pypto_rt::exp_({0})",
+    "log": "pypto_rt::log_({0})",
+    "sqrt": "pypto_rt::sqrt_({0})",
+    "rsqrt": "(({ct})1 / pypto_rt::sqrt_({0}))",
+    "tanh": "pypto_rt::tanh_({0})",
+    "sigmoid": "pypto_rt::sigmoid<{ct}>({0})",
+    "relu": "pypto_rt::maximum<{ct}>({0}, ({ct})0)",
+    "abs": _fi("pypto_rt::fabs_({0})", "({0} < 0 ? -{0} : {0})"),
+    "neg": "(-{0})",
+    "round": _fi("pypto_rt::rint_({0})", "{0}"),
+    "floor": _fi("pypto_rt::floor_({0})", "{0}"),
+    "ceil": _fi("pypto_rt::ceil_({0})", "{0}"),
+    "logical_not": "(!{0})",
+    "eq": "({0} == {1})",
+    "ne": "({0} != {1})",
+    "lt": "({0} < {1})",
+    "le": "({0} <= {1})",
+    "gt": "({0} > {1})",
+    "ge": "({0} >= {1})",
+    "where": "({0} ? {1} : {2})",
+    "cast": "{0}",
+}
+
+
+def ew_expr(fn: str, args: list, ct_dtype) -> str:
+    t = EW[fn]
+    if isinstance(t, dict):
+        t = t["f"] if ct_dtype is not None and DT(ct_dtype).is_float else t["i"]
+    ct = ctype(ct_dtype) if ct_dtype is not None else "auto"
+    return t.format(*args, ct=ct)
+
+
+REDUCE_INIT = {
+    ("sum", "f"): "({ct})0", ("sum", "i"): "({ct})0",
+    ("prod", "f"): "({ct})1", ("prod", "i"): "({ct})1",
+    ("amax", "f"): "(-({ct})__builtin_inf())", ("amax", "i"): "(-INT64_C(9223372036854775807) - 1)",
+    ("amin", "f"): "(({ct})__builtin_inf())", ("amin", "i"): "INT64_C(9223372036854775807)",
+}
+REDUCE_STEP = {
+    "sum": "{acc} + {v}",
+    "prod": "{acc} * {v}",
+    "amax": "pypto_rt::maximum<{ct}>({acc}, {v})",
+    "amin": "pypto_rt::minimum<{ct}>({acc}, {v})",
+}
+
+
+def c_string(s: str) -> str:
+    out = []
+    for ch in s:
+        if ch in '\\"':
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif 32 <= ord(ch) < 127:
+            out.append(ch)
+        else:
+            out.append("?")
+    return '"' + "".join(out) + '"'

@@ -1,0 +1,585 @@
+"""Symbolic scalars: DYNAMIC dims, loop variables, runtime scalars and arithmetic on them.
+
+Integer expressions are kept in a canonical linear form (constant + sum of coefficient * atom), so that
+`i*16 + 16 - i*16` folds to the int 16 and structurally equal shapes compare equal. Any operation whose
+operands are all plain ints returns a plain int, never a Sym. `bool()` of a Sym is a trace-time error: the
+value is only known when the kernel runs.
+"""
+from __future__ import annotations
+
+from ..errors import KernelTraceError
+
+INT, FLOAT, BOOL = "int", "float", "bool"
+
+
+def _scalar(x) -> bool:
+    return isinstance(x, (int, float, Sym))
+
+
+class Sym:
+    """An immutable symbolic scalar. `op` is one of: var, lin, mul, fdiv, mod, min, max, cmp, and, or, not,
+    fbin (float arithmetic), tofloat, neg (float)."""
+
+    __slots__ = ("op", "args", "kind", "key", "_hash", "scope")
+
+    def __init__(self, op: str, args: tuple, kind: str, key=None, scope=None):
+        self.op = op
+        self.args = args
+        self.kind = kind
+        self.key = key if key is not None else (op, kind) + tuple(_key(a) for a in args)
+        self._hash = hash(self.key)
+        self.scope = scope          # for vars: the loop block that defines them (None = kernel entry)
+
+    # ---- trace-time misuse ----------------------------------------------------------------------------
+    def __bool__(self):
+        raise KernelTraceError(
+            f"the symbolic value `{self}` is only known when the kernel runs; a Python `if`/`while`/`and`/`or` "
+            f"cannot branch on it. Use a static (compile-time) value, pypto.min/pypto.max, pypto.where, or "
+            f"pypto.cond for a kernel-level branch")
+
+    def __index__(self):
+        raise KernelTraceError(
+            f"the symbolic value `{self}` cannot be used where Python needs a concrete int (range(), list "
+            f"index, ...); use pypto.loop(...) for loops with symbolic bounds")
+
+    def __int__(self):
+        return self.__index__()
+
+    def __float__(self):
+        return self.__index__()
+
+    def __hash__(self):
+        return self._hash
+
+    def same(self, other) -> bool:
+        return isinstance(other, Sym) and other.key == self.key
+
+    # ---- arithmetic ---------------------------------------------------------------------------------------
+    def __add__(self, o):
+        if not _scalar(o):
+            return NotImplemented
+        return add(self, o)
+
+    def __radd__(self, o):
+        if not _scalar(o):
+            return NotImplemented
+        return add(o, self)
+
+    def __sub__(self, o):
+        if not _scalar(o):
+            return NotImplemented
+        return sub(self, o)
+
+    def __rsub__(self, o):
+        if not _scalar(o):
+            return NotImplemented
+        return sub(o, self)
+
+    def __mul__(self, o):
+        if not _scalar(o):
+            return NotImplemented
+        return mul(self, o)
+
+    def __rmul__(self, o):
+        if not _scalar(o):
+            return NotImplemented
+        return mul(o, self)
+
+    def __floordiv__(self, o):
+        if not _scalar(o):
+            return NotImplemented
+        return floordiv(self, o)
+
+    def __rfloordiv__(self, o):
+        if not _scalar(o):
+            return NotImplemented
+        return floordiv(o, self)
+
+    def __mod__(self, o):
+        if not _scalar(o):
+            return NotImplemented
+        return mod(self, o)
+
+    def __rmod__(self, o):
+        if not _scalar(o):
+            return NotImplemented
+        return mod(o, self)
+
+    def __truediv__(self, o):
+        if not _scalar(o):
+            return NotImplemented
+        return truediv(self, o)
+
+    def __rtruediv__(self, o):
+        if not _scalar(o):
+            return NotImplemented
+        return truediv(o, self)
+
+    def __neg__(self):
+        return neg(self)
+
+    def __pos__(self):
+        return self
+
+    def __lt__(self, o):
+        if not _scalar(o):
+            return NotImplemented
+        return compare("<", self, o)
+
+    def __le__(self, o):
+        if not _scalar(o):
+            return NotImplemented
+        return compare("<=", self, o)
+
+    def __gt__(self, o):
+        if not _scalar(o):
+            return NotImplemented
+        return compare(">", self, o)
+
+    def __ge__(self, o):
+        if not _scalar(o):
+            return NotImplemented
+        return compare(">=", self, o)
+
+    def __eq__(self, o):
+        if not _scalar(o):
+            return NotImplemented
+        return compare("==", self, o)
+
+    def __ne__(self, o):
+        if not _scalar(o):
+            return NotImplemented
+        return compare("!=", self, o)
+
+    def __and__(self, o):
+        if not _scalar(o):
+            return NotImplemented
+        return logical("and", self, o)
+
+    def __or__(self, o):
+        if not _scalar(o):
+            return NotImplemented
+        return logical("or", self, o)
+
+    def __invert__(self):
+        return logical_not(self)
+
+    def __repr__(self):
+        return to_text(self)
+
+    __str__ = __repr__
+
+
+def _key(a):
+    if isinstance(a, Sym):
+        return a.key
+    if isinstance(a, tuple):
+        return tuple(_key(x) for x in a)
+    if isinstance(a, float):
+        return ("f", a.hex())
+    return a
+
+
+def var(name: str, cname: str, kind: str = INT, scope=None) -> Sym:
+    """A free symbol. `cname` is the C++ expression that reads it (a local variable name)."""
+    return Sym("var", (name, cname), kind, key=("var", kind, cname), scope=scope)
+
+
+def is_sym(x) -> bool:
+    return isinstance(x, Sym)
+
+
+def is_int_like(x) -> bool:
+    return (isinstance(x, int) and not isinstance(x, bool)) or (isinstance(x, Sym) and x.kind == INT)
+
+
+def kind_of(x) -> str:
+    if isinstance(x, Sym):
+        return x.kind
+    if isinstance(x, bool):
+        return BOOL
+    if isinstance(x, int):
+        return INT
+    if isinstance(x, float):
+        return FLOAT
+    raise TypeError(f"not a scalar: {x!r}")
+
+
+# ---- linear form --------------------------------------------------------------------------------------------
+
+def _as_lin(x):
+    """(const, {atom_key: [atom, coef]}) for an int or an int Sym."""
+    if isinstance(x, Sym):
+        if x.op == "lin":
+            c, terms = x.args
+            return c, {a.key: [a, k] for a, k in terms}
+        return 0, {x.key: [x, 1]}
+    return int(x), {}
+
+
+def _make_lin(c: int, terms: dict):
+    items = [(a, k) for a, k in terms.values() if k != 0]
+    if not items:
+        return c
+    # min(a, b) + t -> min(a + t, b + t) (likewise max; -min(a, b) = max(-a, -b)): keeps tail sizes such as
+    # min(r0 + 8, n) - r0 in the form min(8, n - r0), whose upper bound (8) sizes buffers statically.
+    mm = [(a, k) for a, k in items if a.op in ("min", "max") and k in (1, -1)]
+    if len(mm) == 1 and (len(items) > 1 or c != 0):
+        atom, k = mm[0]
+        rest = {a.key: [a, kk] for a, kk in items if a is not atom}
+        rest_v = _make_lin(c, rest)
+        x, y = atom.args
+        if k == 1:
+            f = smin if atom.op == "min" else smax
+            return f(add(x, rest_v), add(y, rest_v))
+        f = smax if atom.op == "min" else smin
+        return f(sub(rest_v, x), sub(rest_v, y))
+    if c == 0 and len(items) == 1 and items[0][1] == 1:
+        return items[0][0]
+    items.sort(key=lambda t: repr(t[0].key))
+    return Sym("lin", (c, tuple(items)), INT, key=("lin", c, tuple((a.key, k) for a, k in items)))
+
+
+def _check_operand(x, op):
+    if isinstance(x, Sym) or (isinstance(x, (int, float)) and not isinstance(x, bool)):
+        return
+    if isinstance(x, bool):
+        return
+    raise TypeError(f"unsupported operand for symbolic '{op}': {x!r}")
+
+
+def _both_int(a, b) -> bool:
+    return kind_of(a) in (INT, BOOL) and kind_of(b) in (INT, BOOL)
+
+
+def add(a, b):
+    _check_operand(a, "+"), _check_operand(b, "+")
+    if not isinstance(a, Sym) and not isinstance(b, Sym):
+        return a + b
+    if _both_int(a, b):
+        ca, ta = _as_lin(a)
+        cb, tb = _as_lin(b)
+        for k, (atom, coef) in tb.items():
+            if k in ta:
+                ta[k] = [atom, ta[k][1] + coef]
+            else:
+                ta[k] = [atom, coef]
+        return _make_lin(ca + cb, ta)
+    return _fbin("+", a, b)
+
+
+def neg(a):
+    if not isinstance(a, Sym):
+        return -a
+    if a.kind == INT:
+        return mul(a, -1)
+    return _fbin("-", 0.0, a)
+
+
+def sub(a, b):
+    _check_operand(a, "-"), _check_operand(b, "-")
+    if not isinstance(a, Sym) and not isinstance(b, Sym):
+        return a - b
+    if _both_int(a, b):
+        return add(a, mul(b, -1))
+    return _fbin("-", a, b)
+
+
+def mul(a, b):
+    _check_operand(a, "*"), _check_operand(b, "*")
+    if not isinstance(a, Sym) and not isinstance(b, Sym):
+        return a * b
+    if _both_int(a, b):
+        if not isinstance(a, Sym):
+            a, b = b, a
+        if not isinstance(b, Sym):
+            k = int(b)
+            c, terms = _as_lin(a)
+            return _make_lin(c * k, {key: [atom, coef * k] for key, (atom, coef) in terms.items()})
+        x, y = sorted((a, b), key=lambda s: repr(s.key))
+        return Sym("mul", (x, y), INT)
+    return _fbin("*", a, b)
+
+
+def floordiv(a, b):
+    _check_operand(a, "//"), _check_operand(b, "//")
+    if not isinstance(a, Sym) and not isinstance(b, Sym):
+        return a // b
+    if not _both_int(a, b):
+        raise KernelTraceError("symbolic '//' is supported on integers only")
+    if isinstance(b, int):
+        if b == 0:
+            raise KernelTraceError("symbolic integer division by zero")
+        if b == 1:
+            return a
+        if b > 0:
+            c, terms = _as_lin(a)
+            if c % b == 0 and all(coef % b == 0 for _, coef in terms.values()):
+                return _make_lin(c // b, {k: [t, coef // b] for k, (t, coef) in terms.items()})
+    return Sym("fdiv", (a, b), INT)
+
+
+def mod(a, b):
+    _check_operand(a, "%"), _check_operand(b, "%")
+    if not isinstance(a, Sym) and not isinstance(b, Sym):
+        return a % b
+    if not _both_int(a, b):
+        raise KernelTraceError("symbolic '%' is supported on integers only")
+    if isinstance(b, int):
+        if b == 0:
+            raise KernelTraceError("symbolic integer modulo by zero")
+        if b == 1 or b == -1:
+            return 0
+        c, terms = _as_lin(a)
+        if b > 0 and c % b == 0 and all(coef % b == 0 for _, coef in terms.values()):
+            return 0
+    return Sym("mod", (a, b), INT)
+
+
+def truediv(a, b):
+    _check_operand(a, "/"), _check_operand(b, "/")
+    if not isinstance(a, Sym) and not isinstance(b, Sym):
+        return a / b
+    return _fbin("/", a, b)
+
+
+def _fbin(op, a, b):
+    return Sym("fbin", (op, a, b), FLOAT)
+
+
+def _const_diff(a, b):
+    """a - b as an int when it is a constant, else None (int expressions only)."""
+    if not _both_int(a, b):
+        if not isinstance(a, Sym) and not isinstance(b, Sym):
+            return a - b
+        return None
+    d = sub(a, b)
+    return d if not isinstance(d, Sym) else None
+
+
+def smin(a, b):
+    if not isinstance(a, Sym) and not isinstance(b, Sym):
+        return min(a, b)
+    d = _const_diff(a, b)
+    if d is not None:
+        return a if d <= 0 else b
+    x, y = sorted((a, b), key=lambda s: repr(_key(s)))
+    return Sym("min", (x, y), INT if _both_int(a, b) else FLOAT)
+
+
+def smax(a, b):
+    if not isinstance(a, Sym) and not isinstance(b, Sym):
+        return max(a, b)
+    d = _const_diff(a, b)
+    if d is not None:
+        return a if d >= 0 else b
+    x, y = sorted((a, b), key=lambda s: repr(_key(s)))
+    return Sym("max", (x, y), INT if _both_int(a, b) else FLOAT)
+
+
+_PY_CMP = {"<": lambda x, y: x < y, "<=": lambda x, y: x <= y, ">": lambda x, y: x > y,
+           ">=": lambda x, y: x >= y, "==": lambda x, y: x == y, "!=": lambda x, y: x != y}
+
+
+def compare(op, a, b):
+    if not isinstance(a, Sym) and not isinstance(b, Sym):
+        return _PY_CMP[op](a, b)
+    if not isinstance(a, (Sym, int, float)) or not isinstance(b, (Sym, int, float)):
+        return NotImplemented
+    d = _const_diff(a, b)
+    if d is not None:
+        return _PY_CMP[op](d, 0)
+    return Sym("cmp", (op, a, b), BOOL)
+
+
+def logical(op, a, b):
+    if not isinstance(a, Sym) and not isinstance(b, Sym):
+        return (bool(a) and bool(b)) if op == "and" else (bool(a) or bool(b))
+    for x, y in ((a, b), (b, a)):
+        if not isinstance(x, Sym):
+            if op == "and":
+                return y if x else False
+            return True if x else y
+    return Sym(op, (a, b), BOOL)
+
+
+def logical_not(a):
+    if not isinstance(a, Sym):
+        return not a
+    return Sym("not", (a,), BOOL)
+
+
+def upper_bound(x):
+    """A static upper bound of int expression `x`, or None when unknown."""
+    if isinstance(x, bool):
+        return int(x)
+    if isinstance(x, int):
+        return x
+    if not isinstance(x, Sym) or x.kind != INT:
+        return None
+    if x.op == "min":
+        bs = [b for b in (upper_bound(x.args[0]), upper_bound(x.args[1])) if b is not None]
+        return min(bs) if bs else None
+    if x.op == "max":
+        a, b = upper_bound(x.args[0]), upper_bound(x.args[1])
+        return None if a is None or b is None else max(a, b)
+    return None
+
+
+def all_of(conds):
+    r = True
+    for c in conds:
+        r = logical("and", r, c)
+    return r
+
+
+# ---- inspection -------------------------------------------------------------------------------------------
+
+def free_vars(x, out=None) -> dict:
+    """{key: var Sym} of the vars `x` reads."""
+    if out is None:
+        out = {}
+    if isinstance(x, Sym):
+        if x.op == "var":
+            out[x.key] = x
+        elif x.op == "lin":
+            for a, _ in x.args[1]:
+                free_vars(a, out)
+        else:
+            for a in x.args:
+                free_vars(a, out)
+    elif isinstance(x, tuple):
+        for a in x:
+            free_vars(a, out)
+    return out
+
+
+def evaluate(x, env: dict):
+    """Evaluate with `env` mapping var names (display names) to values (used by tests and constant checks)."""
+    if not isinstance(x, Sym):
+        return x
+    op, a = x.op, x.args
+    if op == "var":
+        return env[a[0]]
+    if op == "lin":
+        return a[0] + sum(k * evaluate(t, env) for t, k in a[1])
+    if op == "mul":
+        return evaluate(a[0], env) * evaluate(a[1], env)
+    if op == "fdiv":
+        return evaluate(a[0], env) // evaluate(a[1], env)
+    if op == "mod":
+        return evaluate(a[0], env) % evaluate(a[1], env)
+    if op == "min":
+        return min(evaluate(a[0], env), evaluate(a[1], env))
+    if op == "max":
+        return max(evaluate(a[0], env), evaluate(a[1], env))
+    if op == "cmp":
+        return _PY_CMP[a[0]](evaluate(a[1], env), evaluate(a[2], env))
+    if op == "and":
+        return evaluate(a[0], env) and evaluate(a[1], env)
+    if op == "or":
+        return evaluate(a[0], env) or evaluate(a[1], env)
+    if op == "not":
+        return not evaluate(a[0], env)
+    if op == "fbin":
+        l, r = float(evaluate(a[1], env)), float(evaluate(a[2], env))
+        return {"+": l + r, "-": l - r, "*": l * r, "/": l / r if r else float("nan")}[a[0]]
+    raise ValueError(op)
+
+
+# ---- printing ----------------------------------------------------------------------------------------------
+
+def to_text(x) -> str:
+    if not isinstance(x, Sym):
+        return repr(x)
+    op, a = x.op, x.args
+    if op == "var":
+        return a[0]
+    if op == "lin":
+        parts = []
+        for t, k in a[1]:
+            s = to_text(t)
+            parts.append(s if k == 1 else (f"-{s}" if k == -1 else f"{k}*{s}"))
+        if a[0]:
+            parts.append(str(a[0]))
+        out = " + ".join(parts).replace("+ -", "- ")
+        return f"({out})"
+    if op == "mul":
+        return f"{to_text(a[0])}*{to_text(a[1])}"
+    if op == "fdiv":
+        return f"({to_text(a[0])} // {to_text(a[1])})"
+    if op == "mod":
+        return f"({to_text(a[0])} % {to_text(a[1])})"
+    if op in ("min", "max"):
+        return f"{op}({to_text(a[0])}, {to_text(a[1])})"
+    if op == "cmp":
+        return f"({to_text(a[1])} {a[0]} {to_text(a[2])})"
+    if op in ("and", "or"):
+        return f"({to_text(a[0])} {op} {to_text(a[1])})"
+    if op == "not":
+        return f"(not {to_text(a[0])})"
+    if op == "fbin":
+        return f"({to_text(a[1])} {a[0]} {to_text(a[2])})"
+    return f"{op}{a}"
+
+
+def cpp_float_literal(v: float) -> str:
+    v = float(v)
+    if v != v:
+        return "__builtin_nan(\"\")"
+    if v in (float("inf"), float("-inf")):
+        return "__builtin_inf()" if v > 0 else "(-__builtin_inf())"
+    return f"{v.hex()}" if v >= 0 else f"(-{(-v).hex()})"
+
+
+def cpp_int_literal(v: int) -> str:
+    v = int(v)
+    if -(2 ** 31) < v < 2 ** 31:
+        return str(v) if v >= 0 else f"({v})"
+    if v == -(2 ** 63):
+        return "(-INT64_C(9223372036854775807) - 1)"
+    return f"INT64_C({v})" if v >= 0 else f"(INT64_C({v}))"
+
+
+def to_cpp(x) -> str:
+    """C++ expression (int64_t arithmetic for INT, double for FLOAT, bool for BOOL)."""
+    if isinstance(x, bool):
+        return "true" if x else "false"
+    if isinstance(x, int):
+        return cpp_int_literal(x)
+    if isinstance(x, float):
+        return cpp_float_literal(x)
+    op, a = x.op, x.args
+    if op == "var":
+        return a[1]
+    if op == "lin":
+        parts = []
+        for t, k in a[1]:
+            s = to_cpp(t)
+            parts.append(s if k == 1 else f"{cpp_int_literal(k)} * {s}")
+        if a[0]:
+            parts.append(cpp_int_literal(a[0]))
+        return "(" + " + ".join(parts) + ")"
+    if op == "mul":
+        return f"({to_cpp(a[0])} * {to_cpp(a[1])})"
+    if op == "fdiv":
+        return f"pypto_rt::floordiv({to_cpp(a[0])}, {to_cpp(a[1])})"
+    if op == "mod":
+        return f"pypto_rt::floormod({to_cpp(a[0])}, {to_cpp(a[1])})"
+    if op in ("min", "max"):
+        f = ("pypto_rt::imin" if op == "min" else "pypto_rt::imax") if x.kind == INT else \
+            ("pypto_rt::fmin_" if op == "min" else "pypto_rt::fmax_")
+        if x.kind == INT:
+            return f"{f}({to_cpp(a[0])}, {to_cpp(a[1])})"
+        return f"{f}((double){to_cpp(a[0])}, (double){to_cpp(a[1])})"
+    if op == "cmp":
+        return f"({to_cpp(a[1])} {a[0]} {to_cpp(a[2])})"
+    if op == "and":
+        return f"({to_cpp(a[0])} && {to_cpp(a[1])})"
+    if op == "or":
+        return f"({to_cpp(a[0])} || {to_cpp(a[1])})"
+    if op == "not":
+        return f"(!{to_cpp(a[0])})"
+    if op == "fbin":
+        return f"((double){to_cpp(a[1])} {a[0]} (double){to_cpp(a[2])})"
+    raise ValueError(op)

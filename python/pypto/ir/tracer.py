@@ -1,0 +1,80 @@
+"""The tracer: run a prepared kernel once with symbolic/proxy arguments and record its IR.
+
+Tensor parameters become root values (static dims are ints, DYNAMIC dims symbolic vars read from the
+argument's shape at run time; named dynamic dims share one var); runtime scalars (pypto.Scalar[...]) become
+symbolic vars; constexpr parameters are passed as their Python values.
+"""
+from __future__ import annotations
+
+from ..errors import KernelTraceError
+from ..frontend.signature import CONSTEXPR, SCALAR, TENSOR, DynDim, SpecRequest
+from . import sym as S
+from .builder import Builder, activate
+from .nodes import PARAM, Kernel
+
+
+def _cident(name: str) -> str:
+    return "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in name)
+
+
+def trace(prepared, request: SpecRequest) -> Kernel:
+    b = Builder(request.kernel_name)
+    dyn_vars = []
+    named = {}
+    params = {}
+    scalar_vars = {}
+    with activate(b):
+        for t in sorted(request.tensors, key=lambda t: t.index):
+            dims, cap = [], []
+            for ax, d in enumerate(t.dims):
+                if isinstance(d, DynDim):
+                    if d.name is not None and d.name in named:
+                        v = named[d.name]
+                    else:
+                        disp = d.name if d.name is not None else f"{t.param}.shape[{ax}]"
+                        v = S.var(disp, f"p_{_cident(t.param)}_d{ax}")
+                        dyn_vars.append((v, t.index, ax))
+                        if d.name is not None:
+                            named[d.name] = v
+                    dims.append(v)
+                    cap.append(None)
+                else:
+                    dims.append(int(d))
+                    cap.append(int(d))
+            val = b.new_storage(PARAM, t.dtype, tuple(dims), tuple(cap), param_index=t.index,
+                                param_name=t.param)
+            val.storage.cname = f"p_{_cident(t.param)}"
+            params[t.param] = val
+        for s in request.scalars:
+            kind = S.FLOAT if s.dtype.is_float else (S.BOOL if s.dtype.name == "DT_BOOL" else S.INT)
+            scalar_vars[s.param] = S.var(s.param, f"s_{_cident(s.param)}", kind)
+
+        pos, kw = [], {}
+        for p in request.params:
+            if p.kind == TENSOR:
+                val = params[p.name]
+            elif p.kind == SCALAR:
+                val = scalar_vars[p.name]
+            elif p.kind == CONSTEXPR:
+                val = request.constants[p.name]
+            else:  # pragma: no cover
+                raise KernelTraceError(f"kernel '{request.kernel_name}': unknown parameter kind {p.kind}")
+            if p.keyword_only:
+                kw[p.name] = val
+            else:
+                pos.append(val)
+        result = prepared.call(tuple(pos), kw)
+        if result is not None:
+            raise KernelTraceError(f"kernel '{request.kernel_name}': a kernel returns nothing (got a "
+                                   f"{type(result).__name__}); write results into output tensors with "
+                                   f"out[:] = ..., out.move(...) or pypto.assemble(...)")
+        if b.block is not b.body:
+            raise KernelTraceError(f"kernel '{request.kernel_name}': a pypto.loop was left early (break / "
+                                   f"return inside its body?)")
+    return Kernel(name=request.kernel_name, tensors=list(request.tensors), scalars=list(request.scalars),
+                  constants=dict(request.constants), params=params, scalar_vars=scalar_vars,
+                  dyn_vars=dyn_vars, body=b.body, storages=b.storages, written=tuple(sorted(b.written)),
+                  uses_threads=b.uses_threads)
+
+
+__all__ = ["trace"]

@@ -1,0 +1,31 @@
+"""The pypto kernel language: the operations a kernel body calls (`pypto.add`, `pypto.loop`, ...).
+
+Every op checks shapes and dtypes while the kernel is traced and raises KernelTraceError naming the kernel,
+the op, what was expected and what it got. Tensors inside a kernel also support the Python operators
+(`+ - * / // % ** @`, comparisons -> masks), slicing (`x[a:b, :]`), slice writes (`out[a:b, :] = e`) and
+`out.move(e)`.
+"""
+from . import control, elementwise, reduce, shape_ops
+from .control import (is_loop_begin, is_loop_end, loop, loop_unroll, max, min, set_cube_tile_shapes,
+                      set_vec_tile_shapes)
+from .elementwise import (abs, add, cast, ceil, clamp, clip, clone, div, eq, exp, floor, floor_divide, ge, gt,
+                          le, log, logical_not, lt, maximum, minimum, mul, ne, neg, pow, relu, remainder, round,
+                          rsqrt, sigmoid, sqrt, sub, tanh, where)
+from .reduce import amax, amin, cumsum, matmul, mean, prod, rms_norm, softmax, sum
+from .shape_ops import (arange, one_hot, assemble, concat, expand_clone, full, permute, reshape, squeeze, tensor, transpose,
+                        unsqueeze, view, zeros)
+
+__all__ = [
+    # control flow and tiling
+    "loop", "loop_unroll", "is_loop_begin", "is_loop_end", "min", "max", "set_vec_tile_shapes",
+    "set_cube_tile_shapes",
+    # elementwise
+    "add", "sub", "mul", "div", "floor_divide", "remainder", "pow", "maximum", "minimum", "exp", "log", "sqrt",
+    "rsqrt", "tanh", "sigmoid", "relu", "abs", "neg", "round", "floor", "ceil", "logical_not", "clip", "clamp",
+    "cast", "eq", "ne", "lt", "le", "gt", "ge", "where", "clone",
+    # reductions, matmul
+    "sum", "amax", "amin", "prod", "mean", "softmax", "rms_norm", "cumsum", "matmul",
+    # views, writes, shapes, local tensors
+    "view", "assemble", "reshape", "transpose", "permute", "unsqueeze", "squeeze", "expand_clone", "full",
+    "tensor", "zeros", "concat", "arange", "one_hot",
+]

@@ -1,0 +1,110 @@
+"""Helpers shared by the language ops: argument checking and the elementwise-op constructor."""
+from __future__ import annotations
+
+from ..frontend.dtypes import DataType
+from ..ir import sym as S
+from ..ir.builder import current
+from ..ir.infer import broadcast_shapes, compute_dtype, fmt_shape, promote, promote_scalar
+from ..ir.nodes import Value
+
+DT = DataType
+
+
+def is_scalar(x) -> bool:
+    return isinstance(x, (int, float, S.Sym)) and not (isinstance(x, S.Sym) and x.kind == S.BOOL) or \
+        isinstance(x, bool)
+
+
+def check_tensor(x, op: str, what: str = "argument") -> Value:
+    b = current(op)
+    if not isinstance(x, Value):
+        raise b.error(op, f"{what} must be a pypto tensor, got {type(x).__name__} {x!r}")
+    b.use(x, op)
+    return x
+
+
+def check_operand(x, op: str, what: str = "operand"):
+    """A tensor or a scalar (Python number / symbolic scalar)."""
+    b = current(op)
+    if isinstance(x, Value):
+        b.use(x, op)
+        return x
+    if isinstance(x, (bool, int, float)):
+        return x
+    if isinstance(x, S.Sym):
+        b.use(x, op)
+        return x
+    raise b.error(op, f"{what} must be a pypto tensor or a scalar, got {type(x).__name__} {x!r}")
+
+
+def check_dtype(dt, op: str) -> DataType:
+    if isinstance(dt, DataType):
+        return dt
+    try:
+        from ..frontend.dtypes import from_any
+
+        return from_any(dt)
+    except Exception:
+        raise current(op).error(op, f"dtype must be a pypto dtype such as pypto.DT_FP32, got {dt!r}") from None
+
+
+def check_int_like(x, op: str, what: str):
+    b = current(op)
+    if isinstance(x, bool) or not (isinstance(x, int) or (isinstance(x, S.Sym) and x.kind == S.INT)):
+        raise b.error(op, f"{what} must be an int or a symbolic int, got {x!r}")
+    if isinstance(x, S.Sym):
+        b.use(x, op)
+    return x
+
+
+def check_int_list(xs, op: str, what: str, allow_sym=True) -> list:
+    b = current(op)
+    if isinstance(xs, (int, S.Sym)):
+        xs = [xs]
+    if not isinstance(xs, (list, tuple)):
+        raise b.error(op, f"{what} must be a list of ints, got {xs!r}")
+    out = []
+    for x in xs:
+        if not allow_sym and isinstance(x, S.Sym):
+            raise b.error(op, f"{what} must be static ints, got symbolic {x}")
+        out.append(check_int_like(x, op, what))
+    return out
+
+
+def result_dtype(args, op: str) -> DataType:
+    """Promoted dtype of a mix of tensors and scalars (see ir/infer.py for the rules)."""
+    tensors = [a for a in args if isinstance(a, Value)]
+    if not tensors:
+        raise current(op).error(op, "at least one operand must be a tensor")
+    dt = tensors[0].dtype
+    for t in tensors[1:]:
+        dt = promote(dt, t.dtype)
+    for a in args:
+        if not isinstance(a, Value):
+            dt = promote_scalar(dt, a)
+    return dt
+
+
+def broadcast(args, op: str):
+    b = current(op)
+    tensors = [a for a in args if isinstance(a, Value)]
+    shape, cap, checks = broadcast_shapes([t.shape for t in tensors], [t.cap for t in tensors],
+                                          lambda m: b.error(op, m))
+    for cond, msg in checks:
+        b.check(cond, f"operand shapes differ at run time ({msg}); shapes {[fmt_shape(t.shape) for t in tensors]}",
+                op)
+    return shape, cap
+
+
+def elementwise(fn: str, args, out_dtype: DataType, cts, op: str) -> Value:
+    """Emit `out = fn(args)` elementwise with broadcasting. `cts`: per-argument compute dtype (None = load the
+    stored value unconverted, used by cast)."""
+    b = current(op)
+    shape, cap = broadcast(args, op)
+    out = b.new_temp(out_dtype, shape, cap)
+    return b.op("ew", out, args, fn=fn, cts=tuple(cts), tile=b.vec_tile)
+
+
+__all__ = ["DT", "Value", "S", "current", "is_scalar", "check_tensor", "check_operand", "check_dtype",
+           "check_int_like", "check_int_list", "result_dtype", "broadcast", "elementwise", "compute_dtype",
+           "fmt_shape"]

@@ -1,0 +1,137 @@
+"""Kernel control flow and tiling: pypto.loop, pypto.min/max of scalars, set_vec/cube_tile_shapes."""
+from __future__ import annotations
+
+import builtins
+
+from ._helpers import S, check_int_like, current
+
+
+def loop(*args, name=None, unroll_list=None, parallel=False, step=None):
+    """`for i in pypto.loop(stop)` / `pypto.loop(start, stop, step=1, name=None, unroll_list=None,
+    parallel=False)`: a loop of the kernel itself (emitted as a C++ loop; the body is traced once).
+
+    Bounds may be symbolic (e.g. from a DYNAMIC dim); the loop variable is a symbolic int. `step` must be a
+    non-zero static int. `parallel=True` lets iterations run concurrently on up to
+    runtime_options['device_sched_parallelism'] threads: iterations must be independent.
+    `break`/`continue`/`return` inside the body are errors."""
+    op = "loop"
+    b = current(op)
+    if len(args) == 1:
+        start, stop, st = 0, args[0], 1
+    elif len(args) == 2:
+        (start, stop), st = args, 1
+    elif len(args) == 3:
+        start, stop, st = args
+    else:
+        raise b.error(op, f"takes 1 to 3 positional arguments (stop | start, stop[, step]), got {len(args)}")
+    if step is not None:
+        if len(args) == 3:
+            raise b.error(op, "step given twice")
+        st = step
+    start = check_int_like(start, op, "start")
+    stop = check_int_like(stop, op, "stop")
+    if isinstance(st, bool) or not isinstance(st, int) or st == 0:
+        raise b.error(op, f"step must be a non-zero static int, got {st!r}")
+    if name is not None and not isinstance(name, str):
+        raise b.error(op, f"name must be a str, got {name!r}")
+    if unroll_list is not None:
+        if not isinstance(unroll_list, (list, tuple)) or not builtins.all(
+                isinstance(u, int) and not isinstance(u, bool) and u > 0 for u in unroll_list):
+            raise b.error(op, f"unroll_list must be a list of positive ints, got {unroll_list!r}")
+    if not isinstance(parallel, bool):
+        raise b.error(op, f"parallel must be a bool, got {parallel!r}")
+    return b.loop(start, stop, st, name, parallel, unroll_list)
+
+
+def loop_unroll(*args, unroll_list=None, name=None, **kw):
+    """pypto.loop with an unroll hint (recorded; the C++ compiler decides the actual unrolling)."""
+    return loop(*args, unroll_list=unroll_list or [1], name=name, **kw)
+
+
+def _loop_of(i, op):
+    b = current(op)
+    if not isinstance(i, S.Sym) or i.op != "var" or i.scope is None or i.scope.loop is None:
+        raise b.error(op, f"expects a pypto.loop variable, got {i!r}")
+    return i.scope.loop
+
+
+def is_loop_begin(i):
+    """Symbolic bool: `i` is the first iteration of its pypto.loop."""
+    lp = _loop_of(i, "is_loop_begin")
+    return S.compare("==", i, lp.start)
+
+
+def is_loop_end(i):
+    """Symbolic bool: `i` is the last iteration of its pypto.loop."""
+    lp = _loop_of(i, "is_loop_end")
+    nxt = S.add(i, lp.step)
+    return S.compare(">=" if lp.step > 0 else "<=", nxt, lp.stop)
+
+
+def _scalar_minmax(args, fn, op):
+    b = current(op)
+    if len(args) == 1 and isinstance(args[0], (list, tuple)):
+        args = tuple(args[0])
+    if len(args) < 2:
+        raise b.error(op, "expects at least two scalars")
+    for a in args:
+        if isinstance(a, bool) or not isinstance(a, (int, float, S.Sym)):
+            raise b.error(op, f"expects ints/floats or symbolic scalars, got {a!r}; for tensors use "
+                              f"pypto.minimum/pypto.maximum")
+    r = args[0]
+    for a in args[1:]:
+        r = fn(r, a)
+    return r
+
+
+def min(*args):
+    """Minimum of scalars (ints, floats, symbolic ints) — e.g. the valid size of a tail tile:
+    pypto.min(16, n - i*16). Works outside kernels too on plain numbers."""
+    if not builtins.any(isinstance(a, S.Sym) for a in args):
+        return builtins.min(*args)
+    return _scalar_minmax(args, S.smin, "min")
+
+
+def max(*args):
+    """Maximum of scalars (ints, floats, symbolic ints)."""
+    if not builtins.any(isinstance(a, S.Sym) for a in args):
+        return builtins.max(*args)
+    return _scalar_minmax(args, S.smax, "max")
+
+
+def set_vec_tile_shapes(*dims):
+    """Tile sizes for the vector (elementwise / reduction) ops that follow in the same scope: their loop nests
+    are blocked by these sizes (trailing dims of the operand get the trailing tile sizes). 1 to 4 positive
+    static ints."""
+    op = "set_vec_tile_shapes"
+    b = current(op)
+    if len(dims) == 1 and isinstance(dims[0], (list, tuple)):
+        dims = tuple(dims[0])
+    if not 1 <= len(dims) <= 4:
+        raise b.error(op, f"expects 1 to 4 tile sizes, got {len(dims)}")
+    for d in dims:
+        if isinstance(d, bool) or not isinstance(d, int):
+            raise b.error(op, f"tile sizes must be static ints, got {d!r}")
+        if d <= 0:
+            raise b.error(op, f"tile sizes must be > 0, got {d}")
+    b.vec_tile = tuple(dims)
+
+
+def set_cube_tile_shapes(m, k, n, enable_split_k=False):
+    """Tile sizes for the matmuls that follow: m=[m0, m1], k=[k0, k1] (or [k0, k1, k2]), n=[n0, n1]. The CPU
+    code blocks its i-k-j loop nest by (m0, k0, n0)."""
+    op = "set_cube_tile_shapes"
+    b = current(op)
+    for nm, v, lens in (("m", m, (2,)), ("k", k, (2, 3)), ("n", n, (2,))):
+        if not isinstance(v, (list, tuple)) or len(v) not in lens:
+            raise b.error(op, f"{nm} must be a list of {' or '.join(map(str, lens))} ints, got {v!r}")
+        for d in v:
+            if isinstance(d, bool) or not isinstance(d, int) or d <= 0:
+                raise b.error(op, f"{nm} tile sizes must be positive static ints, got {v!r}")
+    if not isinstance(enable_split_k, bool):
+        raise b.error(op, f"enable_split_k must be a bool, got {enable_split_k!r}")
+    b.cube_tile = {"m": tuple(m), "k": tuple(k), "n": tuple(n), "split_k": enable_split_k}
+
+
+__all__ = ["loop", "loop_unroll", "is_loop_begin", "is_loop_end", "min", "max", "set_vec_tile_shapes",
+           "set_cube_tile_shapes"]

@@ -1,0 +1,160 @@
+"""Reductions (sum, amax, amin, prod, mean), composite ops built on them (softmax, rms_norm) and matmul.
+
+Reductions cover the logical (valid) region only. fp16/bf16 are accumulated in float32 and rounded once at
+the end; integer sums keep the input dtype (wrapping), unlike torch.sum which widens to int64.
+"""
+from __future__ import annotations
+
+from ..ir.infer import norm_dim
+from ._helpers import (DT, S, Value, check_dtype, check_tensor, compute_dtype, current, fmt_shape)
+from . import elementwise as E
+
+
+def _reduce(fn: str, t, dim, keepdim: bool, op: str, out_dtype=None) -> Value:
+    b = current(op)
+    t = check_tensor(t, op)
+    r = len(t.shape)
+    if r == 0:
+        raise b.error(op, "cannot reduce a rank-0 tensor")
+    if dim is None:
+        dims = list(range(r))
+    elif isinstance(dim, (list, tuple)):
+        dims = sorted({norm_dim(d, r, lambda m: b.error(op, m)) for d in dim})
+    else:
+        dims = [norm_dim(dim, r, lambda m: b.error(op, m))]
+    if not isinstance(keepdim, bool):
+        raise b.error(op, f"keepdim must be a bool, got {keepdim!r}")
+    if fn in ("amax", "amin"):
+        for d in dims:
+            b.check(S.compare(">", t.shape[d], 0), f"cannot reduce over an empty dim {d}", op)
+    shape, cap = [], []
+    for ax in range(r):
+        if ax in dims:
+            if keepdim:
+                shape.append(1)
+                cap.append(1)
+        else:
+            shape.append(t.shape[ax])
+            cap.append(t.cap[ax])
+    dt = out_dtype or t.dtype
+    out = b.new_temp(dt, tuple(shape), tuple(cap))
+    ct = compute_dtype(t.dtype) if t.dtype != DT.DT_BOOL else DT.DT_INT64
+    return b.op("reduce", out, [t], fn=fn, dims=tuple(dims), keepdim=keepdim, ct=ct, tile=b.vec_tile)
+
+
+def sum(t, dim=None, keepdim=False):
+    """Sum over `dim` (an int, negative allowed, a list of ints, or None = all dims)."""
+    t_ = check_tensor(t, "sum")
+    return _reduce("sum", t, dim, keepdim, "sum", DT.DT_INT64 if t_.dtype == DT.DT_BOOL else None)
+
+
+def amax(t, dim=None, keepdim=False):
+    """Maximum over `dim`; NaN propagates."""
+    return _reduce("amax", t, dim, keepdim, "amax")
+
+
+def amin(t, dim=None, keepdim=False):
+    """Minimum over `dim`; NaN propagates."""
+    return _reduce("amin", t, dim, keepdim, "amin")
+
+
+def prod(t, dim=None, keepdim=False):
+    """Product over `dim`."""
+    return _reduce("prod", t, dim, keepdim, "prod")
+
+
+def mean(t, dim=None, keepdim=False):
+    """Mean over `dim` (float tensors)."""
+    op = "mean"
+    b = current(op)
+    t = check_tensor(t, op)
+    if not t.dtype.is_float:
+        raise b.error(op, f"needs a float tensor, got {t.dtype.short}")
+    s = sum(t, dim, keepdim)
+    r = len(t.shape)
+    dims = range(r) if dim is None else ([dim] if isinstance(dim, int) else dim)
+    n = 1
+    for d in dims:
+        n = S.mul(n, t.shape[norm_dim(d, r, lambda m: b.error(op, m))])
+    return E.div(s, n)
+
+
+def softmax(t, dim=-1):
+    """exp(t - amax) / sum(exp(t - amax)) along `dim` (computed in the input's float dtype)."""
+    op = "softmax"
+    t = check_tensor(t, op)
+    m = amax(t, dim, keepdim=True)
+    e = E.exp(E.sub(t, m))
+    return E.div(e, sum(e, dim, keepdim=True))
+
+
+def rms_norm(t, weight=None, eps=1e-6, dim=-1):
+    """t / sqrt(mean(t*t, dim) + eps) (* weight). Computed in float32 for fp16/bf16 inputs and cast back."""
+    op = "rms_norm"
+    t = check_tensor(t, op)
+    x = t if t.dtype in (DT.DT_FP32, DT.DT_FP64) else E.cast(t, DT.DT_FP32)
+    ms = mean(E.mul(x, x), dim, keepdim=True)
+    y = E.mul(x, E.rsqrt(E.add(ms, float(eps))))
+    if weight is not None:
+        w = check_tensor(weight, op, "weight")
+        y = E.mul(y, w if w.dtype == y.dtype else E.cast(w, y.dtype))
+    return y if y.dtype == t.dtype else E.cast(y, t.dtype)
+
+
+def cumsum(t, dim):
+    """Inclusive prefix sum along `dim` (fp16/bf16 accumulate in float32)."""
+    op = "cumsum"
+    b = current(op)
+    t = check_tensor(t, op)
+    d = norm_dim(dim, len(t.shape), lambda m: b.error(op, m))
+    out = b.new_temp(t.dtype, t.shape, t.cap)
+    return b.op("cumsum", out, [t], dim=d, ct=compute_dtype(t.dtype))
+
+
+def matmul(a, b, out_dtype=None, a_trans=False, b_trans=False):
+    """a @ b for rank-2 tensors (or rank-3 with a leading batch dim on either side), accumulating in float32
+    (float64 for fp64 inputs; int64 for integers) and converting to `out_dtype` at the end.
+    `a_trans`/`b_trans` use the transpose of the operand (a view, no copy). `out_dtype` defaults to a's
+    dtype for fp32/fp64/int inputs and FP32 for fp16/bf16 inputs."""
+    op = "matmul"
+    bld = current(op)
+    a = check_tensor(a, op, "a")
+    b = check_tensor(b, op, "b")
+    if a.dtype != b.dtype:
+        raise bld.error(op, f"operand dtypes differ: a is {a.dtype.short}, b is {b.dtype.short}")
+    if a.dtype == DT.DT_BOOL:
+        raise bld.error(op, "bool operands are not supported")
+    if out_dtype is None:
+        out_dtype = DT.DT_FP32 if a.dtype in (DT.DT_FP16, DT.DT_BF16) else a.dtype
+    out_dtype = check_dtype(out_dtype, op)
+    from .shape_ops import transpose
+
+    for name, x in (("a", a), ("b", b)):
+        if len(x.shape) not in (2, 3):
+            raise bld.error(op, f"{name} must be rank 2 or 3, got shape {fmt_shape(x.shape)}")
+    if a_trans:
+        a = transpose(a, -1, -2)
+    if b_trans:
+        b = transpose(b, -1, -2)
+    M, K = a.shape[-2], a.shape[-1]
+    K2, N = b.shape[-2], b.shape[-1]
+    if isinstance(K, int) and isinstance(K2, int) and K != K2:
+        raise bld.error(op, f"inner dims differ: a is {fmt_shape(a.shape)}, b is {fmt_shape(b.shape)} "
+                            f"(after transposes)")
+    bld.check(S.compare("==", K, K2), f"inner dims differ at run time ({S.to_text(K)} vs {S.to_text(K2)})", op)
+    batch, bcap = (), ()
+    if len(a.shape) == 3 or len(b.shape) == 3:
+        ba = a.shape[0] if len(a.shape) == 3 else 1
+        bb = b.shape[0] if len(b.shape) == 3 else 1
+        if isinstance(ba, int) and ba == 1:
+            batch, bcap = (bb,), ((b.cap[0] if len(b.shape) == 3 else 1),)
+        else:
+            if not (isinstance(bb, int) and bb == 1):
+                bld.check(S.compare("==", ba, bb), "batch dims differ", op)
+            batch, bcap = (ba,), (a.cap[0],)
+    out = bld.new_temp(out_dtype, batch + (M, N), bcap + (a.cap[-2], b.cap[-1]))
+    ct = DT.DT_FP64 if a.dtype == DT.DT_FP64 else (DT.DT_FP32 if a.dtype.is_float else DT.DT_INT64)
+    return bld.op("matmul", out, [a, b], ct=ct, tile=bld.cube_tile)
+
+
+__all__ = ["sum", "amax", "amin", "prod", "mean", "softmax", "rms_norm", "cumsum", "matmul"]

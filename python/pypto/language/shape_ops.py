@@ -1,0 +1,431 @@
+"""Views, slices, writes and shape manipulation.
+
+Views (`view`, slicing, `transpose`, `unsqueeze`, contiguous `reshape`) never copy: they are windows on the
+same storage. Every window is bounds-checked against its parent's logical (valid) shape — at trace time when
+the numbers are static, otherwise by a run-time check in the kernel — so a kernel never reads or writes
+outside a tensor.
+"""
+from __future__ import annotations
+
+import builtins
+
+from ..ir.infer import norm_dim
+from ..ir.nodes import LOCAL, row_major, same_dim
+from ._helpers import (DT, S, Value, check_dtype, check_int_like, check_int_list, check_operand, check_tensor,
+                       current, elementwise, fmt_shape)
+
+
+def _cap_for(d, parent_cap):
+    return d if isinstance(d, int) else parent_cap
+
+
+def _window(t: Value, offsets, shape, cap, op: str, strides=None) -> Value:
+    """A view of `t` starting at `offsets` with logical `shape`; checks offsets/shape against t.shape."""
+    b = current(op)
+    for ax, (o, d, pd) in enumerate(zip(offsets, shape, t.shape)):
+        b.check(S.compare(">=", o, 0), f"offset {S.to_text(o)} of dim {ax} is negative", op)
+        b.check(S.compare(">=", d, 0), f"size {S.to_text(d)} of dim {ax} is negative", op)
+        b.check(S.compare("<=", S.add(o, d), pd),
+                f"dim {ax}: offset {S.to_text(o)} + size {S.to_text(d)} exceeds the tensor's size "
+                f"{S.to_text(pd)}", op)
+    off = t.offset
+    for o, st in zip(offsets, t.strides):
+        off = S.add(off, S.mul(o, st))
+    return b.new_view(t, off, shape, cap, strides if strides is not None else t.strides)
+
+
+def view(t, shape, offsets, valid_shape=None):
+    """A tile of `shape` starting at `offsets` of `t` (no copy; offsets may be symbolic).
+
+    With `valid_shape` (possibly symbolic, e.g. pypto.min(16, n - i*16)) only the first valid_shape elements
+    are real: ops compute on that region, reductions reduce it, writes of the tile write only it. `shape`
+    stays the compile-time capacity of the tile."""
+    op = "view"
+    b = current(op)
+    t = check_tensor(t, op)
+    shape = check_int_list(shape, op, "shape")
+    offsets = check_int_list(offsets, op, "offsets")
+    rank = len(t.shape)
+    if len(shape) != rank or len(offsets) != rank:
+        raise b.error(op, f"shape and offsets must have one entry per dim of the tensor (rank {rank}); got "
+                          f"shape {fmt_shape(shape)}, offsets {fmt_shape(offsets)}")
+    cap = tuple(_cap_for(d, c) for d, c in zip(shape, t.cap))
+    logical = shape
+    if valid_shape is not None:
+        valid = check_int_list(valid_shape, op, "valid_shape")
+        if len(valid) != rank:
+            raise b.error(op, f"valid_shape must have {rank} entries, got {fmt_shape(valid)}")
+        for ax, (v, d) in enumerate(zip(valid, shape)):
+            b.check(S.compare("<=", v, d), f"valid_shape {S.to_text(v)} of dim {ax} exceeds the tile "
+                                           f"shape {S.to_text(d)}", op)
+        logical = valid
+    return _window(t, offsets, tuple(logical), cap, op)
+
+
+def _norm_index(i, d, ax, op):
+    b = current(op)
+    if isinstance(i, int) and not isinstance(i, bool):
+        if isinstance(d, int):
+            if not -d <= i < d:
+                raise b.error(op, f"index {i} is out of range for dim {ax} of size {d}")
+            return i % d if d else i
+        if i < 0:
+            i = S.add(d, i)
+    b.check(S.compare(">=", i, 0), f"index {S.to_text(i)} of dim {ax} is negative", op)
+    b.check(S.compare("<", i, d), f"index {S.to_text(i)} is out of range for dim {ax} (size {S.to_text(d)})", op)
+    return i
+
+
+def getitem(t: Value, idx, op="getitem") -> Value:
+    """t[idx]: ints / symbolic ints (drop the dim), slices with positive static steps, `...`, None."""
+    b = current(op)
+    check_tensor(t, op)
+    if not isinstance(idx, tuple):
+        idx = (idx,)
+    n_ell = builtins.sum(1 for i in idx if i is Ellipsis)
+    if n_ell > 1:
+        raise b.error(op, "only one `...` is allowed in an index")
+    n_real = builtins.sum(1 for i in idx if i is not None and i is not Ellipsis)
+    rank = len(t.shape)
+    if n_real > rank:
+        raise b.error(op, f"too many indices ({n_real}) for a tensor of rank {rank}")
+    if n_ell:
+        pos = idx.index(Ellipsis)
+        idx = idx[:pos] + (slice(None),) * (rank - n_real) + idx[pos + 1:]
+    else:
+        idx = idx + (slice(None),) * (rank - n_real)
+    offsets, shape, cap, strides = [], [], [], []
+    ax = 0
+    off_shape, off_cap, out_strides = [], [], []
+    for it in idx:
+        if it is None:
+            out_strides.append(0)
+            off_shape.append(1)
+            off_cap.append(1)
+            continue
+        d, c, st = t.shape[ax], t.cap[ax], t.strides[ax]
+        if isinstance(it, slice):
+            start, stop, step = it.start, it.stop, it.step
+            if step is None:
+                step = 1
+            if isinstance(step, bool) or not isinstance(step, int) or step <= 0:
+                raise b.error(op, f"slice step must be a positive static int, got {step!r}")
+            for v in (start, stop):
+                if v is not None:
+                    check_int_like(v, op, "slice bound")
+            if isinstance(d, int) and not isinstance(start, S.Sym) and not isinstance(stop, S.Sym):
+                s0, s1, _ = slice(start, stop, step).indices(d)
+                n = builtins.max(0, (s1 - s0 + step - 1) // step)
+                o = s0
+            else:
+                s0 = 0 if start is None else (S.add(d, start) if isinstance(start, int) and start < 0 else start)
+                s1 = d if stop is None else (S.add(d, stop) if isinstance(stop, int) and stop < 0 else stop)
+                b.check(S.compare(">=", s0, 0), f"slice start {S.to_text(s0)} of dim {ax} is negative", op)
+                b.check(S.compare("<=", s0, s1), f"slice start {S.to_text(s0)} > stop {S.to_text(s1)} in dim {ax}",
+                        op)
+                b.check(S.compare("<=", s1, d), f"slice stop {S.to_text(s1)} exceeds dim {ax} of size "
+                                                f"{S.to_text(d)}", op)
+                n = S.sub(s1, s0) if step == 1 else S.floordiv(S.add(S.sub(s1, s0), step - 1), step)
+                o = s0
+            offsets.append(o)
+            off_shape.append(n)
+            ub = S.upper_bound(n)
+            off_cap.append(n if isinstance(n, int) else (c if ub is None else (ub if c is None else min(ub, c))))
+            out_strides.append(S.mul(st, step))
+        else:
+            check_int_like(it, op, "index")
+            offsets.append(_norm_index(it, d, ax, op))
+        ax += 1
+    off = t.offset
+    for o, st in zip(offsets, t.strides):
+        off = S.add(off, S.mul(o, st))
+    return b.new_view(t, off, tuple(off_shape), tuple(off_cap), tuple(out_strides))
+
+
+def write(dst: Value, src, op: str):
+    """dst <- src (src broadcast to dst's shape; dtypes must match exactly)."""
+    b = current(op)
+    src = check_operand(src, op, "value")
+    if isinstance(src, Value):
+        if src.dtype != dst.dtype:
+            raise b.error(op, f"dtype mismatch: writing {src.dtype.short} into a {dst.dtype.short} tensor; "
+                              f"convert first with pypto.cast(x, pypto.{dst.dtype.name})")
+        if len(src.shape) > len(dst.shape):
+            raise b.error(op, f"shape mismatch: cannot write a value of shape {fmt_shape(src.shape)} into a "
+                              f"region of shape {fmt_shape(dst.shape)}")
+        lead = len(dst.shape) - len(src.shape)
+        for ax, (sd, dd) in enumerate(zip(src.shape, dst.shape[lead:])):
+            if isinstance(sd, int) and sd == 1:
+                continue
+            if isinstance(sd, int) and isinstance(dd, int):
+                if sd != dd:
+                    raise b.error(op, f"shape mismatch: cannot write a value of shape {fmt_shape(src.shape)} "
+                                      f"into a region of shape {fmt_shape(dst.shape)}")
+            elif not same_dim(sd, dd):
+                b.check(S.compare("==", sd, dd), f"shape mismatch at run time: value dim {S.to_text(sd)} vs "
+                                                 f"target dim {S.to_text(dd)}", op)
+        if src.storage is dst.storage and not src.is_root:
+            src = elementwise("cast", [src], src.dtype, (None,), op)   # overlapping copy: go through a temp
+    b.assign(dst, src, op)
+
+
+def setitem(t: Value, idx, value):
+    op = "setitem"
+    dst = getitem(t, idx, op)
+    write(dst, value, op)
+
+
+def assemble(e, offsets, out):
+    """Write `e` (its valid region) into `out` at `offsets`."""
+    op = "assemble"
+    b = current(op)
+    e = check_tensor(e, op, "source")
+    out = check_tensor(out, op, "destination")
+    offsets = check_int_list(offsets, op, "offsets")
+    if len(offsets) != len(out.shape) or len(e.shape) != len(out.shape):
+        raise b.error(op, f"source rank {len(e.shape)}, offsets {fmt_shape(offsets)} and destination rank "
+                          f"{len(out.shape)} must agree")
+    dst = _window(out, offsets, e.shape, e.cap, op)
+    write(dst, e, op)
+
+
+def _is_contiguous(t: Value) -> bool:
+    want = row_major(t.shape)
+    for d, s, w in zip(t.shape, t.strides, want):
+        if isinstance(d, int) and d == 1:
+            continue
+        if not same_dim(s, w):
+            return False
+    return True
+
+
+def contiguous(t: Value, op="contiguous") -> Value:
+    t = check_tensor(t, op)
+    if _is_contiguous(t):
+        return t
+    return elementwise("cast", [t], t.dtype, (None,), op)
+
+
+def _numel(shape):
+    n = 1
+    for d in shape:
+        n = S.mul(n, d)
+    return n
+
+
+def reshape(t, shape):
+    """A tensor with the same elements in row-major order and a new shape (one entry may be -1).
+    A contiguous input is viewed without copying; otherwise it is copied first."""
+    op = "reshape"
+    b = current(op)
+    t = check_tensor(t, op)
+    shape = check_int_list(shape, op, "shape")
+    total = _numel(t.shape)
+    neg = [i for i, d in enumerate(shape) if isinstance(d, int) and d == -1]
+    if len(neg) > 1:
+        raise b.error(op, "only one dim may be -1")
+    if neg:
+        rest = _numel([d for i, d in enumerate(shape) if i != neg[0]])
+        if isinstance(rest, int) and isinstance(total, int):
+            if rest == 0 or total % rest:
+                raise b.error(op, f"cannot reshape {fmt_shape(t.shape)} into {fmt_shape(shape)}")
+        shape[neg[0]] = S.floordiv(total, rest)
+    b.check(S.compare("==", _numel(shape), total),
+            f"cannot reshape a tensor of shape {fmt_shape(t.shape)} into {fmt_shape(shape)} (element count "
+            f"differs)", op)
+    src = contiguous(t, op)
+    cap = tuple(d if isinstance(d, int) else None for d in shape)
+    return b.new_view(src, src.offset, tuple(shape), cap, row_major(shape))
+
+
+def transpose(t, dim0, dim1):
+    """Swap two dims (a view, no copy)."""
+    op = "transpose"
+    b = current(op)
+    t = check_tensor(t, op)
+    r = len(t.shape)
+    d0 = norm_dim(dim0, r, lambda m: b.error(op, m))
+    d1 = norm_dim(dim1, r, lambda m: b.error(op, m))
+    shape, cap, strides = list(t.shape), list(t.cap), list(t.strides)
+    for lst in (shape, cap, strides):
+        lst[d0], lst[d1] = lst[d1], lst[d0]
+    return b.new_view(t, t.offset, tuple(shape), tuple(cap), tuple(strides))
+
+
+def permute(t, dims):
+    """Reorder dims (a view)."""
+    op = "permute"
+    b = current(op)
+    t = check_tensor(t, op)
+    r = len(t.shape)
+    dims = [norm_dim(d, r, lambda m: b.error(op, m)) for d in dims]
+    if sorted(dims) != list(range(r)):
+        raise b.error(op, f"dims {dims} are not a permutation of 0..{r - 1}")
+    return b.new_view(t, t.offset, tuple(t.shape[d] for d in dims), tuple(t.cap[d] for d in dims),
+                      tuple(t.strides[d] for d in dims))
+
+
+def unsqueeze(t, dim):
+    """Insert a dim of size 1 at `dim` (a view)."""
+    op = "unsqueeze"
+    b = current(op)
+    t = check_tensor(t, op)
+    r = len(t.shape) + 1
+    d = norm_dim(dim, r, lambda m: b.error(op, m))
+    shape, cap, strides = list(t.shape), list(t.cap), list(t.strides)
+    shape.insert(d, 1)
+    cap.insert(d, 1)
+    strides.insert(d, 0)
+    return b.new_view(t, t.offset, tuple(shape), tuple(cap), tuple(strides))
+
+
+def squeeze(t, dim):
+    """Remove a dim of size 1 (a view)."""
+    op = "squeeze"
+    b = current(op)
+    t = check_tensor(t, op)
+    d = norm_dim(dim, len(t.shape), lambda m: b.error(op, m))
+    b.check(S.compare("==", t.shape[d], 1), f"dim {d} has size {S.to_text(t.shape[d])}, not 1", op)
+    keep = [i for i in range(len(t.shape)) if i != d]
+    return b.new_view(t, t.offset, tuple(t.shape[i] for i in keep), tuple(t.cap[i] for i in keep),
+                      tuple(t.strides[i] for i in keep))
+
+
+def expand_clone(t, shape):
+    """A fresh tensor of `shape` holding t broadcast to it."""
+    op = "expand_clone"
+    b = current(op)
+    t = check_tensor(t, op)
+    shape = check_int_list(shape, op, "shape")
+    if len(shape) < len(t.shape):
+        raise b.error(op, f"cannot expand shape {fmt_shape(t.shape)} to {fmt_shape(shape)}")
+    lead = len(shape) - len(t.shape)
+    for ax, (sd, dd) in enumerate(zip(t.shape, shape[lead:])):
+        if isinstance(sd, int) and sd == 1:
+            continue
+        b.check(S.compare("==", sd, dd), f"cannot expand dim {ax} of size {S.to_text(sd)} to "
+                                         f"{S.to_text(dd)}", op)
+    cap = tuple(d if isinstance(d, int) else None for d in shape)
+    out = b.new_temp(t.dtype, tuple(shape), cap)
+    return b.op("ew", out, [t], fn="cast", cts=(None,), tile=b.vec_tile)
+
+
+def _local(shape, dtype, value, op):
+    b = current(op)
+    shape = check_int_list(shape, op, "shape")
+    for ax, d in enumerate(shape):
+        b.check(S.compare(">=", d, 0), f"size {S.to_text(d)} of dim {ax} is negative", op)
+    dtype = check_dtype(dtype, op)
+    value = check_operand(value, op, "fill value")
+    if isinstance(value, Value):
+        raise b.error(op, "the fill value must be a scalar")
+    cap = tuple(d if isinstance(d, int) else None for d in shape)
+    out = b.new_storage(LOCAL, dtype, tuple(shape), cap)
+    return b.op("fill", out, [value], tile=b.vec_tile)
+
+
+def full(shape, value, dtype):
+    """A local tile of `shape` filled with `value` (converted to `dtype`). It is writable."""
+    return _local(shape, dtype, value, "full")
+
+
+def tensor(shape, dtype):
+    """A local (zero-initialised) tensor of `shape`; write it with slice writes / assemble."""
+    return _local(shape, dtype, 0, "tensor")
+
+
+def zeros(shape, dtype):
+    """full(shape, 0, dtype)."""
+    return _local(shape, dtype, 0, "zeros")
+
+
+def concat(tensors, dim=0):
+    """Concatenate tensors (same dtype, same shape except along `dim`) into a fresh tensor."""
+    op = "concat"
+    b = current(op)
+    if not isinstance(tensors, (list, tuple)) or not tensors:
+        raise b.error(op, "expects a non-empty list of tensors")
+    ts = [check_tensor(t, op, f"tensor {i}") for i, t in enumerate(tensors)]
+    r = len(ts[0].shape)
+    d = norm_dim(dim, r, lambda m: b.error(op, m))
+    for i, t in enumerate(ts[1:], 1):
+        if len(t.shape) != r:
+            raise b.error(op, f"tensor {i} has rank {len(t.shape)}, expected {r}")
+        if t.dtype != ts[0].dtype:
+            raise b.error(op, f"tensor {i} has dtype {t.dtype.short}, expected {ts[0].dtype.short}; cast first")
+        for ax in range(r):
+            if ax != d and not same_dim(t.shape[ax], ts[0].shape[ax]):
+                if isinstance(t.shape[ax], int) and isinstance(ts[0].shape[ax], int):
+                    raise b.error(op, f"tensor {i} has shape {fmt_shape(t.shape)}, incompatible with "
+                                      f"{fmt_shape(ts[0].shape)} outside dim {d}")
+                b.check(S.compare("==", t.shape[ax], ts[0].shape[ax]), f"tensor {i}: dim {ax} differs", op)
+    total = 0
+    cap_total = 0
+    for t in ts:
+        total = S.add(total, t.shape[d])
+        cap_total = None if (cap_total is None or t.cap[d] is None) else cap_total + t.cap[d]
+    shape = list(ts[0].shape)
+    shape[d] = total
+    cap = list(ts[0].cap)
+    cap[d] = total if isinstance(total, int) else cap_total
+    out = b.new_storage(LOCAL, ts[0].dtype, tuple(shape), tuple(cap))
+    b.op("fill", out, [0], tile=None)
+    off = 0
+    for t in ts:
+        offs = [0] * r
+        offs[d] = off
+        dst = _window(out, offs, t.shape, t.cap, op)
+        b.assign(dst, t, op)
+        off = S.add(off, t.shape[d])
+    return out
+
+
+__all__ = ["view", "assemble", "reshape", "transpose", "permute", "unsqueeze", "squeeze", "expand_clone",
+           "full", "tensor", "zeros", "concat", "contiguous"]
+
+
+def arange(start, stop=None, step=1, dtype=None):
+    """[start, start+step, ...) below `stop` (1-D). Bounds may be symbolic ints; dtype defaults to INT64 for
+    int arguments and FP32 when any argument is a float."""
+    op = "arange"
+    b = current(op)
+    if stop is None:
+        start, stop = 0, start
+    for v in (start, stop, step):
+        if isinstance(v, bool) or not isinstance(v, (int, float, S.Sym)):
+            raise b.error(op, f"bounds must be numbers or symbolic ints, got {v!r}")
+    if isinstance(step, (int, float)) and step == 0:
+        raise b.error(op, "step must be non-zero")
+    is_float = any(isinstance(v, float) for v in (start, stop, step))
+    if is_float:
+        if any(isinstance(v, S.Sym) for v in (start, stop, step)):
+            raise b.error(op, "float bounds must be static")
+        import math
+
+        n = builtins.max(0, math.ceil((stop - start) / step))
+    elif isinstance(step, int) and step > 0:
+        n = S.smax(0, S.floordiv(S.add(S.sub(stop, start), step - 1), step))
+    elif isinstance(step, int):
+        n = S.smax(0, S.floordiv(S.add(S.sub(start, stop), -step - 1), -step))
+    else:
+        raise b.error(op, "a symbolic step is not supported")
+    dtype = check_dtype(dtype, op) if dtype is not None else (DT.DT_FP32 if is_float else DT.DT_INT64)
+    out = b.new_temp(dtype, (n,))
+    return b.op("iota", out, [], start=start, step=step, fp=is_float or dtype.is_float)
+
+
+def one_hot(t, num_classes):
+    """INT64 tensor of shape t.shape + [num_classes] with 1 where the class equals t (integer t)."""
+    op = "one_hot"
+    b = current(op)
+    t = check_tensor(t, op)
+    if t.dtype.is_float or t.dtype == DT.DT_BOOL:
+        raise b.error(op, f"needs an integer tensor, got {t.dtype.short}")
+    if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes <= 0:
+        raise b.error(op, f"num_classes must be a positive static int, got {num_classes!r}")
+    from .elementwise import cast, eq
+
+    return cast(eq(unsqueeze(t, -1), arange(num_classes)), DT.DT_INT64)
+
+
+__all__ += ["arange", "one_hot"]
