@@ -1,7 +1,12 @@
 // tensor_reader: reader selection by type and the three readers (see tensor_reader.h).
 #include "python/tensor_reader.h"
 
+#include <dlfcn.h>
+
 #include <cstring>
+#include <string>
+
+#include "core/binder.h"
 
 namespace pypto::py {
 
@@ -30,6 +35,9 @@ struct ReaderEntry {
 
 // A handful of tensor types are ever seen; a linear scan over pointers is faster than any map.
 constexpr int kCacheSize = 16;
+using TorchReadFn = int (*)(PyObject*, DLTensor*);
+TorchReadFn g_torch_read = nullptr;     // installed by install_torch_reader()
+PyTypeObject* g_torch_type = nullptr;   // torch.Tensor (strong)
 ReaderEntry g_cache[kCacheSize];
 int g_cached = 0;
 
@@ -47,6 +55,8 @@ ReaderEntry classify(PyTypeObject* type) {
     Py_DECREF(cap);
   }
   PyErr_Clear();
+  if (e.kind == ReaderKind::kExchangeApi && g_torch_read != nullptr && PyType_IsSubtype(type, g_torch_type))
+    e.kind = ReaderKind::kTorchFast;
   if (e.kind != ReaderKind::kNone) return e;
   if (type->tp_as_buffer != nullptr && type->tp_as_buffer->bf_getbuffer != nullptr) {
     e.kind = ReaderKind::kBuffer;
@@ -62,13 +72,15 @@ ReaderEntry classify(PyTypeObject* type) {
 }
 
 inline const ReaderEntry& entry_for(PyTypeObject* type) noexcept {
+  static const ReaderEntry* last = nullptr;  // most programs pass one tensor type: one compare
+  if (last != nullptr && last->type == type) [[likely]] return *last;
   for (int i = 0; i < g_cached; ++i)
-    if (g_cache[i].type == type) return g_cache[i];
+    if (g_cache[i].type == type) return *(last = &g_cache[i]);
   ReaderEntry e = classify(type);
   if (g_cached < kCacheSize) {
     Py_INCREF(type);  // keep the pointer from being reused by another type
     g_cache[g_cached] = e;
-    return g_cache[g_cached++];
+    return *(last = &g_cache[g_cached++]);
   }
   static thread_local ReaderEntry overflow;
   overflow = e;
@@ -168,6 +180,9 @@ int read_tensor(PyObject* obj, DLTensor* out, ReadSlot* slot) noexcept {
   slot->cleanup = 0;
   slot->readonly = false;
   switch (e.kind) {
+    case ReaderKind::kTorchFast:
+      if (g_torch_read(obj, out)) return 1;
+      [[fallthrough]];  // not a plain dense CPU tensor: the exchange API handles (or reports) it
     case ReaderKind::kExchangeApi:
       if (e.api->dltensor_from_py_object_no_sync(obj, out) != 0) return -1;
       if (out->byte_offset) {
@@ -200,6 +215,57 @@ void release_slot(ReadSlot* slot) noexcept {
     default: break;
   }
   slot->cleanup = 0;
+}
+
+std::string install_torch_reader(const char* path, PyObject* tensor_type, PyObject* probes) {
+  if (!PyType_Check(tensor_type)) return "tensor_type is not a type";
+  auto* type = reinterpret_cast<PyTypeObject*>(tensor_type);
+  const ReaderEntry base = classify(type);
+  if (base.kind != ReaderKind::kExchangeApi) return "the tensor type has no DLPack exchange API to validate against";
+  void* h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (h == nullptr) {
+    const char* e = dlerror();
+    return std::string("cannot load ") + path + ": " + (e ? e : "?");
+  }
+  auto fn = reinterpret_cast<TorchReadFn>(dlsym(h, "pypto_torch_read"));
+  if (fn == nullptr) return "the reader library does not export pypto_torch_read";
+  PyObject* seq = PySequence_Fast(probes, "probes must be a sequence");
+  if (seq == nullptr) {
+    PyErr_Clear();
+    return "probes must be a sequence";
+  }
+  std::string why;
+  for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq) && why.empty(); ++i) {
+    PyObject* t = PySequence_Fast_GET_ITEM(seq, i);
+    DLTensor ref{}, got{};
+    if (base.api->dltensor_from_py_object_no_sync(t, &ref) != 0) {
+      PyErr_Clear();
+      continue;  // the exchange API refuses it; nothing to compare
+    }
+    ref.data = static_cast<char*>(ref.data) + ref.byte_offset;
+    const std::string which = "probe " + std::to_string(i) + ": ";
+    if (!fn(t, &got)) {
+      why = which + "the fast reader declined a plain CPU tensor";
+      break;
+    }
+    if (got.data != ref.data) why = which + "data pointer differs";
+    else if (got.ndim != ref.ndim) why = which + "rank differs";
+    else if (std::memcmp(&got.dtype, &ref.dtype, sizeof(DLDataType)) != 0) why = which + "dtype differs";
+    else if (ref.ndim > 0 && std::memcmp(got.shape, ref.shape, sizeof(int64_t) * ref.ndim) != 0) why = which + "shape differs";
+    else if (pypto::is_row_major(got) != pypto::is_row_major(ref)) why = which + "contiguity differs";
+  }
+  Py_DECREF(seq);
+  if (!why.empty()) {
+    dlclose(h);
+    return why;
+  }
+  Py_INCREF(type);
+  g_torch_type = type;
+  g_torch_read = fn;  // the library stays loaded for the life of the process
+  for (int i = 0; i < g_cached; ++i)
+    if (g_cache[i].kind == ReaderKind::kExchangeApi && PyType_IsSubtype(g_cache[i].type, type))
+      g_cache[i].kind = ReaderKind::kTorchFast;
+  return "";
 }
 
 const char* type_name(PyObject* obj) noexcept {

@@ -10,13 +10,14 @@
 #include <Python.h>
 
 #include <cstdint>
+#include <string>
 
 #include "pypto/dlpack.h"
 #include "pypto/kernel_abi.h"
 
 namespace pypto::py {
 
-enum class ReaderKind : uint8_t { kNone = 0, kExchangeApi, kBuffer, kDLPackCapsule };
+enum class ReaderKind : uint8_t { kNone = 0, kExchangeApi, kBuffer, kDLPackCapsule, kTorchFast };
 
 // Per-argument state that must outlive the kernel call (buffer views, DLPack capsules).
 struct ReadSlot {
@@ -34,6 +35,10 @@ int read_tensor(PyObject* obj, DLTensor* out, ReadSlot* slot) noexcept;
 void release_slot(ReadSlot* slot) noexcept;
 // Which reader `obj`'s type uses (kNone: not a tensor). Cheap after the first object of a type.
 ReaderKind reader_kind(PyObject* obj) noexcept;
+// Loads the torch reader compiled against the installed torch (torch_reader/torch_reader.cpp), checks it
+// against the exchange API on `probes` (a sequence of tensors of `tensor_type`), and on success makes it the
+// reader of `tensor_type` and its subclasses. Returns "" or why it was not installed (cold path).
+std::string install_torch_reader(const char* path, PyObject* tensor_type, PyObject* probes);
 // Short description of an argument's type for messages: "torch.Tensor", "numpy.ndarray", "float", ...
 const char* type_name(PyObject* obj) noexcept;
 

@@ -24,7 +24,9 @@ from pathlib import Path
 from ..errors import CompileError
 
 CXX = os.environ.get("PYPTO_CXX", "g++")
-FLAGS = ("-O3", "-march=native", "-std=c++17", "-shared", "-fPIC", "-pthread", "-ffp-contract=off",
+# PYPTO_MARCH picks the target ISA (default: this CPU). Valgrind, for one, cannot run AVX-512 code: the
+# benchmarks' instruction counts use PYPTO_MARCH=x86-64-v3. The flags are part of the cache key.
+FLAGS = ("-O3", f"-march={os.environ.get('PYPTO_MARCH', 'native')}", "-std=c++17", "-shared", "-fPIC", "-pthread", "-ffp-contract=off",
          "-fno-math-errno", "-fvisibility=hidden")
 
 

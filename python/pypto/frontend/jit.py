@@ -134,6 +134,9 @@ class JITKernel:
 
     def _build(self, args: tuple, meta: tuple):
         from ..compiler import build
+        from ..compiler.torch_reader import ensure_installed
+
+        ensure_installed()  # once per process: the fast torch.Tensor reader for the calls that follow
 
         request = self.spec_request(args, meta)
         t0 = time.perf_counter()

@@ -18,7 +18,9 @@ CHILD = textwrap.dedent('''
     _real_run = subprocess.run
 
     def _recording_run(cmd, *args, **kwargs):
-        if isinstance(cmd, (list, tuple)) and "-shared" in [str(c) for c in cmd]:
+        # kernel compiles only: the one-off torch reader build (compiler/torch_reader.py) is not a kernel
+        if (isinstance(cmd, (list, tuple)) and "-shared" in [str(c) for c in cmd]
+                and not any(str(c).endswith("torch_reader.cpp") for c in cmd)):
             compiles.append([str(c) for c in cmd])
         return _real_run(cmd, *args, **kwargs)
 
@@ -73,7 +75,8 @@ def tree(d: pathlib.Path) -> dict:
 
 
 def libraries(d: pathlib.Path) -> list[pathlib.Path]:
-    return sorted(p for p in d.rglob("*.so") if p.is_file())
+    """Kernel libraries in the cache (the torch reader, built once per torch install, lives in torch_reader/)."""
+    return sorted(p for p in d.rglob("*.so") if p.is_file() and p.parent.name != "torch_reader")
 
 
 def test_first_process_compiles_into_the_cache_dir(cache):
