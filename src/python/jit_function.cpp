@@ -357,8 +357,14 @@ PyObject* call_impl(JitFunctionObject* self, PyObject* const* args, size_t nargs
     const Py_ssize_t nk = PyTuple_GET_SIZE(kwnames);
     for (Py_ssize_t k = 0; k < nk; ++k) {
       PyObject* name = PyTuple_GET_ITEM(kwnames, k);
-      int j = 0;
-      while (j < np && st.names[j] != name) ++j;  // interned: pointer equality is the common case
+      // interned: pointer equality is the common case; keywords usually name the trailing parameters
+      int j = static_cast<int>(nargs);
+      while (j < np && st.names[j] != name) ++j;
+      if (j == np) [[unlikely]] {
+        j = 0;
+        while (j < nargs && st.names[j] != name) ++j;
+        if (j == nargs) j = np;
+      }
       if (j == np) [[unlikely]] {
         for (j = 0; j < np; ++j)
           if (PyUnicode_Compare(st.names[j], name) == 0) break;
@@ -384,11 +390,18 @@ PyObject* call_impl(JitFunctionObject* self, PyObject* const* args, size_t nargs
   DLTensor dl[kMaxParams];
   ReadSlot rs[kMaxParams];
   ReadScope scope{rs};
+  uint64_t readonly = 0;
   for (int t = 0; t < nt; ++t) {
     PyObject* obj = slots[table.tensor_pos[t]];
+    if (Py_TYPE(obj) == g_torch_exact_type && g_torch_read(obj, &dl[t])) [[likely]]
+      continue;  // a plain torch.Tensor: nothing to release, never read-only
     const int rc = read_tensor(obj, &dl[t], &rs[t]);
     if (rc != 1) [[unlikely]] return tensor_read_error(st, t, obj, rc);
-    scope.n = t + 1;
+    if (rs[t].cleanup) {
+      for (int u = scope.n; u < t; ++u) rs[u].cleanup = 0;  // slots skipped by the fast path
+      scope.n = t + 1;
+    }
+    readonly |= static_cast<uint64_t>(rs[t].readonly) << t;
   }
   if (!check_tensors(table, dl)) [[unlikely]] return tensor_check_error(st, dl, slots);
 
@@ -465,13 +478,11 @@ PyObject* call_impl(JitFunctionObject* self, PyObject* const* args, size_t nargs
 
   // 6. launch
   PyptoTensorArg targs[kMaxParams];
-  uint64_t readonly = 0;
   int64_t elements = 0;
   for (int t = 0; t < nt; ++t) {
     targs[t].data = dl[t].data;
     targs[t].shape = dl[t].shape;
     targs[t].ndim = dl[t].ndim;
-    readonly |= static_cast<uint64_t>(rs[t].readonly) << t;
     int64_t e = 1;
     for (int d = 0; d < dl[t].ndim; ++d) e *= dl[t].shape[d];
     elements += e;

@@ -10,6 +10,9 @@
 
 namespace pypto::py {
 
+TorchReadFn g_torch_read = nullptr;  // installed by install_torch_reader()
+PyTypeObject* g_torch_exact_type = nullptr;
+
 namespace {
 
 // DLPack 1.x exchange API table (torch.Tensor.__dlpack_c_exchange_api__). Declared here, not included from a
@@ -35,8 +38,6 @@ struct ReaderEntry {
 
 // A handful of tensor types are ever seen; a linear scan over pointers is faster than any map.
 constexpr int kCacheSize = 16;
-using TorchReadFn = int (*)(PyObject*, DLTensor*);
-TorchReadFn g_torch_read = nullptr;     // installed by install_torch_reader()
 PyTypeObject* g_torch_type = nullptr;   // torch.Tensor (strong)
 ReaderEntry g_cache[kCacheSize];
 int g_cached = 0;
@@ -262,6 +263,7 @@ std::string install_torch_reader(const char* path, PyObject* tensor_type, PyObje
   Py_INCREF(type);
   g_torch_type = type;
   g_torch_read = fn;  // the library stays loaded for the life of the process
+  g_torch_exact_type = type;
   for (int i = 0; i < g_cached; ++i)
     if (g_cache[i].kind == ReaderKind::kExchangeApi && PyType_IsSubtype(g_cache[i].type, type))
       g_cache[i].kind = ReaderKind::kTorchFast;

@@ -29,6 +29,11 @@ struct ReadSlot {
   Py_buffer view;
 };
 
+// The fast torch reader, once installed (install_torch_reader): the call path tries it inline first.
+using TorchReadFn = int (*)(PyObject*, DLTensor*);
+extern TorchReadFn g_torch_read;
+extern PyTypeObject* g_torch_exact_type;  // torch.Tensor itself: subclasses go through read_tensor()
+
 // Reads `obj`. Returns 1 when read, 0 when `obj` is not a tensor object (no exception set), -1 on an error
 // with a Python exception set. On 1 the caller must call release_slot() once the tensor is no longer used.
 int read_tensor(PyObject* obj, DLTensor* out, ReadSlot* slot) noexcept;

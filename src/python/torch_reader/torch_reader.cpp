@@ -46,8 +46,9 @@ extern "C" __attribute__((visibility("default"))) int pypto_torch_read(PyObject*
     const c10::TensorImpl* t = reinterpret_cast<THPVariableMirror*>(obj)->impl;
     if (t == nullptr || t->device_type() != c10::DeviceType::CPU || t->layout() != c10::kStrided) return 0;
     const c10::DispatchKeySet ks = t->key_set();
+    // storage checked through the pointer, not has_storage() (a virtual call)
     if (ks.has(c10::DispatchKey::Python) || ks.has(c10::DispatchKey::PythonTLSSnapshot) ||
-        t->has_symbolic_sizes_strides() || !t->has_storage())
+        t->has_symbolic_sizes_strides() || t->unsafe_storage().unsafeGetStorageImpl() == nullptr)
       return 0;
     if (!dl_dtype(t->dtype().toScalarType(), &out->dtype)) return 0;
     const c10::IntArrayRef sizes = t->sizes();
@@ -56,7 +57,8 @@ extern "C" __attribute__((visibility("default"))) int pypto_torch_read(PyObject*
     out->device = DLDevice{kDLCPU, 0};
     out->ndim = static_cast<int32_t>(sizes.size());
     out->shape = const_cast<int64_t*>(sizes.data());
-    out->strides = t->is_contiguous() ? nullptr : const_cast<int64_t*>(t->strides().data());
+    // strides as they are: the binder checks contiguity (is_contiguous() is an out-of-line call into c10)
+    out->strides = const_cast<int64_t*>(t->strides().data());
     out->byte_offset = 0;
     return 1;
   } catch (...) {
