@@ -43,11 +43,10 @@ BINARY = {"add": (pypto.add, torch.add), "sub": (_op_sub, torch.sub), "mul": (py
           "minimum": (pypto.minimum, torch.minimum)}
 
 
-@pytest.mark.parametrize("dtype", FP + [torch.int32])
-@pytest.mark.parametrize("name", list(BINARY))
+# int32 division returns FP32 (a different output dtype): covered by its own test, not in this grid
+@pytest.mark.parametrize("name,dtype", [(n, d) for n in BINARY for d in FP + [torch.int32]
+                                        if not (n == "div" and d == torch.int32)])
 def test_binary_same_shape_exact(name, dtype):
-    if name == "div" and not dtype.is_floating_point:
-        pytest.skip("int division -> fp32, tested separately")
     fn, ref = BINARY[name]
     a, b = _rand((7, 13), dtype, seed=1), _rand((7, 13), dtype, seed=2)
     if name == "div":
