@@ -9,6 +9,17 @@ kernel, generates C++, compiles it (disk-cached) and the core loads it. Kernels 
 """
 __version__ = "0.1.0"
 
+import os as _os
+
+if _os.environ.get("PYPTO_PROFILE", "0") not in ("", "0"):
+    # The build with the hit path's per-stage counters compiled in (pypto.bench --breakdown); the default build
+    # has none, so they cost nothing when off.
+    import importlib as _importlib
+    import sys as _sys
+
+    _core = _sys.modules[__name__ + "._core"] = _importlib.import_module(__name__ + "._core_prof")
+del _os
+
 from . import errors
 from .errors import (BackendUnavailableError, CompileError, KernelDefinitionError, KernelRuntimeError,
                      KernelTraceError, OptionError, PyptoError)

@@ -2,18 +2,9 @@
 #include "core/binder.h"
 
 #include <cstdio>
+#include <cstring>
 
 namespace pypto {
-
-bool is_row_major(const DLTensor& t) noexcept {
-  if (t.strides == nullptr) return true;
-  int64_t expected = 1;
-  for (int d = t.ndim - 1; d >= 0; --d) {
-    if (t.shape[d] != 1 && t.strides[d] != expected) return false;
-    expected *= t.shape[d];
-  }
-  return true;
-}
 
 namespace {
 
@@ -25,34 +16,60 @@ inline bool rank_ok(const TensorSpec& s, int ndim) noexcept {
 
 }  // namespace
 
-bool check_tensors(const ParamTable& table, const DLTensor* tensors) noexcept {
+int bind_tensors(const ParamTable& table, const DLTensor* tensors, uint64_t* key) noexcept {
   int64_t named[kMaxParams];
-  const int n_names = static_cast<int>(table.dim_names.size());
-  for (int i = 0; i < n_names && i < kMaxParams; ++i) named[i] = -1;
-  const int n = table.n_tensors();
-  for (int i = 0; i < n; ++i) {
-    const TensorSpec& s = table.tensor(i).tensor;
+  if (table.has_named_dims)
+    for (size_t i = 0; i < table.dim_names.size() && i < size_t(kMaxParams); ++i) named[i] = -1;
+  const TensorStep* steps = table.steps.data();
+  const int nt = static_cast<int>(table.steps.size());
+  int n = 0;
+  for (int i = 0; i < nt; ++i) {
+    const TensorStep& s = steps[i];
     const DLTensor& t = tensors[i];
-    if (t.device.device_type != kDLCPU) return false;
-    const int dt = dtype_from_dlpack(t.dtype);
-    if (dt < 0 || (s.dtype != kAnyDType && dt != s.dtype)) return false;
-    if (!rank_ok(s, t.ndim)) return false;
-    if (!s.any_shape) {
-      const int nd = static_cast<int>(s.dims.size());
-      for (int d = 0; d < nd; ++d) {
-        const DimSpec& ds = s.dims[d];
-        if (ds.kind == DimKind::kFixed) {
-          if (t.shape[d] != ds.value) return false;
-        } else if (ds.kind == DimKind::kNamed) {
-          int64_t& v = named[ds.value];
-          if (v < 0) v = t.shape[d];
-          else if (v != t.shape[d]) return false;
-        }
+    if (t.device.device_type != kDLCPU) return -1;
+    const int nd = t.ndim;
+    if (s.ndim >= 0 ? nd != s.ndim : (nd < s.min_ndim || nd > PYPTO_MAX_RANK)) return -1;
+    if (s.dtype_word != 0) {
+      uint32_t w;
+      std::memcpy(&w, &t.dtype, sizeof w);
+      if (w != s.dtype_word) return -1;
+    }
+    if (s.key_head) {
+      const int dt = dtype_from_dlpack(t.dtype);
+      if (dt < 0) return -1;
+      key[n++] = static_cast<uint64_t>(dt) | (static_cast<uint64_t>(nd) << 8);
+    }
+    // One pass from the last dim down: contiguity (needs the suffix product), fixed sizes, named dims, and the key
+    // words (STATIC dims, then open-rank dims, in ascending dim order: written from the end of this tensor's span).
+    const int64_t* shape = t.shape;
+    const int64_t* strides = t.strides;  // NULL: compact
+    const int span = s.n_static + (nd - s.annotated);
+    int pos = n + span;
+    int64_t expected = 1;
+    for (int d = nd - 1; d >= 0; --d) {
+      const int64_t v = shape[d];
+      if (strides != nullptr && v != 1 && strides[d] != expected) return -1;
+      expected *= v;
+      if (d >= s.annotated) {
+        key[--pos] = static_cast<uint64_t>(v);
+      } else if (s.fixed[d] >= 0) {
+        if (v != s.fixed[d]) return -1;
+      } else if (s.static_mask >> d & 1) {
+        key[--pos] = static_cast<uint64_t>(v);
+      } else if (s.named[d] >= 0) {
+        int64_t& seen = named[s.named[d]];
+        if (seen < 0) seen = v;
+        else if (seen != v) return -1;
       }
     }
-    if (!is_row_major(t)) return false;
+    n += span;
   }
-  return true;
+  return n;
+}
+
+bool check_tensors(const ParamTable& table, const DLTensor* tensors) noexcept {
+  uint64_t key[kMaxKeyWords];
+  return bind_tensors(table, tensors, key) >= 0;
 }
 
 BindError tensor_error(const ParamTable& table, const DLTensor* tensors) {
@@ -118,19 +135,7 @@ BindError tensor_error(const ParamTable& table, const DLTensor* tensors) {
 }
 
 int pack_tensor_key(const ParamTable& table, const DLTensor* tensors, uint64_t* out) noexcept {
-  int n = 0;
-  const int nt = table.n_tensors();
-  for (int i = 0; i < nt; ++i) {
-    const TensorSpec& s = table.tensor(i).tensor;
-    const DLTensor& t = tensors[i];
-    if (s.dtype == kAnyDType || !s.rank_is_fixed())
-      out[n++] = static_cast<uint64_t>(dtype_from_dlpack(t.dtype)) | (static_cast<uint64_t>(t.ndim) << 8);
-    const int annotated = s.any_shape ? 0 : static_cast<int>(s.dims.size());
-    for (int d = 0; d < annotated; ++d)
-      if (s.dims[d].kind == DimKind::kStatic) out[n++] = static_cast<uint64_t>(t.shape[d]);
-    for (int d = annotated; d < t.ndim; ++d) out[n++] = static_cast<uint64_t>(t.shape[d]);  // any-shape / `...` dims
-  }
-  return n;
+  return bind_tensors(table, tensors, out);
 }
 
 }  // namespace pypto

@@ -21,15 +21,32 @@ struct BindError {
   explicit operator bool() const { return kind != ErrorKind::kNone; }
 };
 
-// True when every tensor argument satisfies its annotation (dtype, rank, fixed dims, named-dim agreement,
-// CPU device, row-major contiguity). `tensors[i]` is the argument of tensor parameter i.
+// Row-major contiguity (dims of size 1 may carry any stride; NULL strides mean compact).
+inline bool is_row_major(const DLTensor& t) noexcept {
+  if (t.strides == nullptr) return true;
+  int64_t expected = 1;
+  for (int d = t.ndim - 1; d >= 0; --d) {
+    if (t.shape[d] != 1 && t.strides[d] != expected) return false;
+    expected *= t.shape[d];
+  }
+  return true;
+}
+
+// The call path's binder: checks every tensor argument against its annotation (CPU device, dtype, rank, fixed
+// dims, named-dim agreement, row-major contiguity) and appends the tensor part of the key — per tensor its
+// dtype/rank word when the annotation leaves them open, then the size of every STATIC dim and of every dim beyond
+// the annotated ones — in one pass over the table's precompiled TensorSteps. `tensors[i]` is the argument of tensor
+// parameter i. Returns the number of key words written, or -1 when an argument violates its annotation (then
+// tensor_error() gives the message).
+int bind_tensors(const ParamTable& table, const DLTensor* tensors, uint64_t* key) noexcept;
+
+// True when every tensor argument satisfies its annotation (bind_tensors without keeping the key).
 bool check_tensors(const ParamTable& table, const DLTensor* tensors) noexcept;
 
 // The first violation, as a message (cold path). kind == kNone when everything is fine.
 BindError tensor_error(const ParamTable& table, const DLTensor* tensors);
 
-// Appends the tensor part of the key: per tensor, its dtype/rank word when the annotation leaves them open,
-// then the size of every STATIC dim. Returns the number of words written. Call only after check_tensors().
+// The tensor part of the key alone (as bind_tensors writes it). Call only after check_tensors().
 int pack_tensor_key(const ParamTable& table, const DLTensor* tensors, uint64_t* out) noexcept;
 
 // Fast integer mix over the key words (not cryptographic; collisions are resolved by comparing keys).
@@ -42,8 +59,5 @@ inline uint64_t hash_key(const uint64_t* w, int n) noexcept {
   }
   return h;
 }
-
-// Row-major contiguity (dims of size 1 may carry any stride; NULL strides mean compact).
-bool is_row_major(const DLTensor& t) noexcept;
 
 }  // namespace pypto

@@ -34,8 +34,42 @@ std::string ParamTable::finalize() {
     }
   }
   max_key_words = words;
+  build_steps();
   if (words > kMaxKeyWords) return "kernel '" + kernel + "': too many parameters for one specialization key";
   return "";
+}
+
+void ParamTable::build_steps() {
+  steps.clear();
+  has_named_dims = false;
+  all_dims_keyed = true;
+  for (int i = 0; i < n_tensors(); ++i) {
+    const TensorSpec& s = tensor(i).tensor;
+    TensorStep st;
+    if (s.dtype != kAnyDType) {
+      const DLDataType dl = dtype_to_dlpack(s.dtype);
+      st.dtype_word = uint32_t(dl.code) | uint32_t(dl.bits) << 8 | uint32_t(dl.lanes) << 16;
+    }
+    const int annotated = s.any_shape ? 0 : static_cast<int>(s.dims.size());
+    st.ndim = s.rank_is_fixed() ? static_cast<int16_t>(annotated) : int16_t(-1);
+    st.min_ndim = static_cast<int16_t>(annotated);
+    st.annotated = static_cast<int16_t>(annotated);
+    st.key_head = s.dtype == kAnyDType || !s.rank_is_fixed();
+    for (int d = 0; d < PYPTO_MAX_RANK; ++d) {
+      st.fixed[d] = -1;
+      st.named[d] = -1;
+    }
+    for (int d = 0; d < annotated; ++d) {
+      const DimSpec& ds = s.dims[d];
+      switch (ds.kind) {
+        case DimKind::kFixed: st.fixed[d] = ds.value; break;
+        case DimKind::kStatic: st.static_mask |= uint8_t(1u << d); st.n_static++; break;
+        case DimKind::kNamed: st.named[d] = static_cast<int16_t>(ds.value); has_named_dims = true; [[fallthrough]];
+        case DimKind::kDynamic: all_dims_keyed = false; break;
+      }
+    }
+    steps.push_back(st);
+  }
 }
 
 std::string ParamTable::describe_tensor(int i) const {

@@ -42,6 +42,21 @@ struct ParamSpec {
   int scalar_dtype = PYPTO_DT_FP32;  // kScalar
 };
 
+// The tensor part of a table compiled for the call path (finalize() builds it): one flat record per tensor
+// parameter, so that binder's bind_tensors() checks and keys each tensor in one pass over its dims without chasing
+// ParamSpec/TensorSpec/vector indirections.
+struct TensorStep {
+  uint32_t dtype_word = 0;   // expected DLDataType as a word (code | bits << 8 | lanes << 16); 0: any dtype (keyed)
+  int16_t ndim = -1;         // exact rank; -1 when open (bare pypto.Tensor or `...`): min_ndim..PYPTO_MAX_RANK
+  int16_t min_ndim = 0;
+  int16_t annotated = 0;     // annotated dims; dims beyond them (open rank) are keyed
+  int16_t n_static = 0;      // STATIC dims among the annotated ones (one key word each)
+  bool key_head = false;     // the key carries a dtype/rank word (dtype or rank open)
+  uint8_t static_mask = 0;   // bit d: annotated dim d is STATIC (keyed)
+  int64_t fixed[PYPTO_MAX_RANK];  // per annotated dim: the required size, or -1
+  int16_t named[PYPTO_MAX_RANK];  // per annotated dim: the named-dim id, or -1
+};
+
 constexpr int kMaxParams = 64;
 constexpr int kMaxKeyWords = 1024;
 
@@ -52,6 +67,9 @@ struct ParamTable {
   // derived by finalize()
   std::vector<int> tensor_pos, scalar_pos, constexpr_pos;  // parameter positions by kind
   int max_key_words = 0;
+  std::vector<TensorStep> steps;         // by tensor index
+  bool has_named_dims = false;
+  bool all_dims_keyed = true;            // no DYNAMIC/named dim: a key fixes every tensor's element count
 
   // Computes the derived fields and validates limits; returns "" or an error message.
   std::string finalize();
@@ -61,6 +79,9 @@ struct ParamTable {
   const ParamSpec& tensor(int i) const { return params[tensor_pos[i]]; }
   // A human-readable annotation, e.g. "pypto.Tensor([DYNAMIC, 64], float32)".
   std::string describe_tensor(int i) const;
+
+ private:
+  void build_steps();
 };
 
 }  // namespace pypto

@@ -26,6 +26,7 @@ struct Specialization {
   uint64_t written_mask = 0;   // bit i: tensor parameter i is written by the kernel
   std::string library_path;
   double compile_seconds = 0;
+  int64_t elements = -1;       // total elements of the tensor arguments when the key fixes them (no DYNAMIC dims)
   std::shared_ptr<void> user;  // front-end data (e.g. a Python object kept alive by the extension)
 };
 
@@ -42,11 +43,16 @@ class SpecializationTable {
     for (;;) {
       const Specialization* e = s->at(i).load(std::memory_order_acquire);
       if (e == nullptr) return nullptr;
-      if (e->hash == hash && e->key.size() == static_cast<size_t>(n) &&
-          std::memcmp(e->key.data(), key, sizeof(uint64_t) * n) == 0)
-        return e;
+      if (e->hash == hash && e->key.size() == static_cast<size_t>(n) && same_words(e->key.data(), key, n)) return e;
       i = (i + 1) & s->mask;
     }
+  }
+
+  // Keys are a few words: an inline loop beats a call to memcmp.
+  static bool same_words(const uint64_t* a, const uint64_t* b, int n) noexcept {
+    for (int i = 0; i < n; ++i)
+      if (a[i] != b[i]) return false;
+    return true;
   }
 
   // Inserts `spec` unless an equal key is present; returns the entry that is in the table afterwards.

@@ -13,6 +13,7 @@
 #include "core/binder.h"
 #include "python/const_interner.h"
 #include "python/jit_state.h"
+#include "python/profile.h"
 #include "python/tensor_reader.h"
 
 namespace pypto::py {
@@ -264,6 +265,16 @@ PyObject* tensor_meta(const JitState& st, const DLTensor* dl) {
   return meta;
 }
 
+int64_t count_elements(const DLTensor* dl, int nt) noexcept {
+  int64_t elements = 0;
+  for (int t = 0; t < nt; ++t) {
+    int64_t e = 1;
+    for (int d = 0; d < dl[t].ndim; ++d) e *= dl[t].shape[d];
+    elements += e;
+  }
+  return elements;
+}
+
 // Miss: ask Python to build (trace + codegen + compile, cached on disk), load it, insert it.
 // Returns the specialization, or NULL with an exception set, or NULL without one when the build stopped early
 // (host_options.compile_stage) and there is nothing to launch.
@@ -313,6 +324,7 @@ PyObject* tensor_meta(const JitState& st, const DLTensor* dl) {
   spec->entry = module->entry();
   spec->module = std::move(module);
   spec->written_mask = written;
+  if (st.table.all_dims_keyed) spec->elements = count_elements(dl, st.table.n_tensors());
   spec->library_path = path;
   spec->compile_seconds = seconds;
   Py_INCREF(info);
@@ -345,14 +357,14 @@ PyObject* call_impl(JitFunctionObject* self, PyObject* const* args, size_t nargs
   const ParamTable& table = st.table;
   const int np = static_cast<int>(table.params.size());
   const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+  PYPTO_PROF_START;
 
   // 1. bind
   PyObject* slots[kMaxParams];
   if (nargs > st.n_positional) [[unlikely]]
     return raise(PyExc_TypeError, head(st) + "takes " + std::to_string(st.n_positional) +
                                       " positional argument(s) but " + std::to_string(nargs) + " were given");
-  for (Py_ssize_t i = 0; i < nargs; ++i) slots[i] = args[i];
-  for (int i = static_cast<int>(nargs); i < np; ++i) slots[i] = nullptr;
+  for (int i = 0; i < np; ++i) slots[i] = i < nargs ? args[i] : nullptr;
   if (kwnames != nullptr) {
     const Py_ssize_t nk = PyTuple_GET_SIZE(kwnames);
     for (Py_ssize_t k = 0; k < nk; ++k) {
@@ -385,15 +397,21 @@ PyObject* call_impl(JitFunctionObject* self, PyObject* const* args, size_t nargs
     }
   }
 
+  PYPTO_PROF_MARK(kBind);
+
   // 2. tensors: read and check
   const int nt = table.n_tensors();
   DLTensor dl[kMaxParams];
   ReadSlot rs[kMaxParams];
   ReadScope scope{rs};
   uint64_t readonly = 0;
+  // locals: the compiler cannot keep globals or the table's vectors in registers across the reader calls
+  const PyTypeObject* const torch_type = g_torch_exact_type;
+  const TorchReadFn torch_read = g_torch_read;
+  const int* const tensor_pos = table.tensor_pos.data();
   for (int t = 0; t < nt; ++t) {
-    PyObject* obj = slots[table.tensor_pos[t]];
-    if (Py_TYPE(obj) == g_torch_exact_type && g_torch_read(obj, &dl[t])) [[likely]]
+    PyObject* obj = slots[tensor_pos[t]];
+    if (Py_TYPE(obj) == torch_type && torch_read(obj, &dl[t])) [[likely]]
       continue;  // a plain torch.Tensor: nothing to release, never read-only
     const int rc = read_tensor(obj, &dl[t], &rs[t]);
     if (rc != 1) [[unlikely]] return tensor_read_error(st, t, obj, rc);
@@ -403,7 +421,9 @@ PyObject* call_impl(JitFunctionObject* self, PyObject* const* args, size_t nargs
     }
     readonly |= static_cast<uint64_t>(rs[t].readonly) << t;
   }
-  if (!check_tensors(table, dl)) [[unlikely]] return tensor_check_error(st, dl, slots);
+  uint64_t key[kMaxKeyWords];
+  int n = bind_tensors(table, dl, key);  // checks + the tensor part of the key
+  if (n < 0) [[unlikely]] return tensor_check_error(st, dl, slots);
 
   // 3. runtime scalars
   PyptoScalarArg scalars[kMaxParams];
@@ -424,9 +444,9 @@ PyObject* call_impl(JitFunctionObject* self, PyObject* const* args, size_t nargs
     }
   }
 
-  // 4. key: tensors, constants, guards
-  uint64_t key[kMaxKeyWords];
-  int n = pack_tensor_key(table, dl, key);
+  PYPTO_PROF_MARK(kRead);
+
+  // 4. key: constants, guards (the tensor words are in already)
   const int nc = table.n_constexprs();
   for (int c = 0; c < nc; ++c) {
     const int pos = table.constexpr_pos[c];
@@ -439,6 +459,7 @@ PyObject* call_impl(JitFunctionObject* self, PyObject* const* args, size_t nargs
     }
     key[n++] = id;
   }
+  PYPTO_PROF_MARK(kKey);
   if (!st.guards.empty()) {
     uint32_t gs = st.guard_state;
     for (const Guard& g : st.guards) {
@@ -450,8 +471,11 @@ PyObject* call_impl(JitFunctionObject* self, PyObject* const* args, size_t nargs
     key[n++] = gs;
   }
 
+  PYPTO_PROF_MARK(kGuards);
+
   // 5. lookup
   const uint64_t hash = hash_key(key, n);
+  PYPTO_PROF_MARK(kKey);
   const Specialization* spec = st.specs.find(key, n, hash);
   if constexpr (mode == Mode::kProbe) {
     PyObject* kb = PyBytes_FromStringAndSize(reinterpret_cast<const char*>(key), sizeof(uint64_t) * n);
@@ -463,6 +487,7 @@ PyObject* call_impl(JitFunctionObject* self, PyObject* const* args, size_t nargs
     }
     return Py_BuildValue("(ONN)", spec ? Py_True : Py_False, kb, meta);
   }
+  const bool spec_was_hit = spec != nullptr;
   if (spec == nullptr) [[unlikely]] {
     spec = miss(st, slots, dl, key, n, hash);
     if (spec == nullptr) {
@@ -476,17 +501,17 @@ PyObject* call_impl(JitFunctionObject* self, PyObject* const* args, size_t nargs
     Py_RETURN_NONE;
   }
 
+  PYPTO_PROF_MARK(kLookup);
+
   // 6. launch
   PyptoTensorArg targs[kMaxParams];
-  int64_t elements = 0;
   for (int t = 0; t < nt; ++t) {
     targs[t].data = dl[t].data;
     targs[t].shape = dl[t].shape;
     targs[t].ndim = dl[t].ndim;
-    int64_t e = 1;
-    for (int d = 0; d < dl[t].ndim; ++d) e *= dl[t].shape[d];
-    elements += e;
   }
+  // decides whether the kernel runs without the GIL; fixed by the key unless some dim is DYNAMIC
+  const int64_t elements = spec->elements >= 0 ? spec->elements : count_elements(dl, nt);
   if (readonly & spec->written_mask) [[unlikely]] {
     for (int t = 0; t < nt; ++t)
       if ((readonly & spec->written_mask) >> t & 1)
@@ -507,6 +532,8 @@ PyObject* call_impl(JitFunctionObject* self, PyObject* const* args, size_t nargs
   if (rc != 0) [[unlikely]]
     return raise_pypto("KernelRuntimeError", std::strncmp(error, "kernel '", 8) == 0 ? std::string(error)
                                            : head(st) + (error[0] ? error : "the kernel reported an error"));
+  PYPTO_PROF_MARK(kLaunch);
+  if (spec_was_hit) PYPTO_PROF_COMMIT();
   Py_RETURN_NONE;
 }
 

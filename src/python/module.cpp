@@ -2,9 +2,12 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
 
+#include <stdexcept>
+
 #include "core/backend.h"
 #include "pypto/kernel_abi.h"
 #include "python/jit_function.h"
+#include "python/profile.h"
 #include "python/tensor_reader.h"
 
 namespace nb = nanobind;
@@ -16,7 +19,12 @@ PyMethodDef noop_def = {"noop", reinterpret_cast<PyCFunction>(reinterpret_cast<v
                         METH_FASTCALL | METH_KEYWORDS, "noop(*args, **kwargs) -> None: the vectorcall floor"};
 }  // namespace
 
-NB_MODULE(_core, m) {
+#ifndef PYPTO_EXT_NAME
+#define PYPTO_EXT_NAME _core
+#endif
+
+NB_MODULE(PYPTO_EXT_NAME, m) {
+  namespace prof = pypto::py::profile;
   m.doc() = "pypto native core: argument binding, specialization table and launch";
   PyObject* type = pypto::py::make_jit_function_type();
   if (type == nullptr) throw nb::python_error();
@@ -30,6 +38,19 @@ NB_MODULE(_core, m) {
         },
         nb::arg("path"), nb::arg("tensor_type"), nb::arg("probes"),
         "Validate and install the torch reader library at `path`; returns '' or why it was not installed");
+  m.attr("PROFILED") = bool(PYPTO_PROFILE);
+  m.def("profile_counters", []() {
+    if (!PYPTO_PROFILE)
+      throw std::runtime_error("pypto: the hit-path counters are compiled out of this build; set PYPTO_PROFILE=1 "
+                               "before importing pypto to load the profiled extension (pypto._core_prof)");
+    const prof::Totals& t = prof::totals();
+    const double k = prof::ns_per_tick();
+    nb::dict d;
+    d["calls"] = t.calls;
+    for (int i = 0; i < prof::kStages; ++i) d[prof::kStageNames[i]] = static_cast<double>(t.cycles[i]) * k;
+    return d;
+  }, "Per-stage totals over cache hits since the last reset, in ns: {calls, bind, read, guards, key, lookup, launch}");
+  m.def("profile_reset", []() { prof::totals() = prof::Totals{}; }, "Zero the hit-path counters");
   m.def("backend_unavailable_reason",
         [](int run_mode) { return pypto::backend_unavailable_reason(static_cast<pypto::RunMode>(run_mode)); },
         nb::arg("run_mode"), "'' when the run mode can run here, else why not");
