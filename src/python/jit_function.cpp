@@ -160,11 +160,49 @@ PyObject* guard_value(const Guard& g) {
   return st.guard_state;
 }
 
-[[gnu::cold]] PyObject* bind_error_missing(JitState& st, PyObject** slots) {
+[[gnu::cold]] PyObject* bind_error_missing(JitState& st) {
   std::string missing;
   for (size_t i = 0; i < st.table.params.size(); ++i)
-    if (slots[i] == nullptr && st.defaults[i] == nullptr) missing += (missing.empty() ? "'" : ", '") + st.table.params[i].name + "'";
+    if (st.call_shape.src[i] == CallShape::kDefault && st.defaults[i] == nullptr)
+      missing += (missing.empty() ? "'" : ", '") + st.table.params[i].name + "'";
   return raise(PyExc_TypeError, head(st) + "missing required argument(s) " + missing);
+}
+
+// A call site whose layout is not cached: match keywords (interned pointer first), raise the binding errors, and
+// remember the layout for the next call. False with an exception set.
+[[gnu::noinline]] bool learn_call_shape(JitState& st, Py_ssize_t nargs, PyObject* kwnames) {
+  const int np = static_cast<int>(st.table.params.size());
+  if (nargs > st.n_positional) {
+    raise(PyExc_TypeError, head(st) + "takes " + std::to_string(st.n_positional) + " positional argument(s) but " +
+                               std::to_string(nargs) + " were given");
+    return false;
+  }
+  int8_t src[kMaxParams];
+  for (int i = 0; i < np; ++i) src[i] = i < nargs ? CallShape::kPositional : CallShape::kDefault;
+  const Py_ssize_t nk = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+  for (Py_ssize_t k = 0; k < nk; ++k) {
+    PyObject* name = PyTuple_GET_ITEM(kwnames, k);
+    int j = 0;
+    while (j < np && st.names[j] != name) ++j;
+    if (j == np)
+      for (j = 0; j < np; ++j)
+        if (PyUnicode_Compare(st.names[j], name) == 0) break;
+    if (j == np) {
+      raise(PyExc_TypeError, head(st) + "got an unexpected keyword argument '" + PyUnicode_AsUTF8(name) + "'");
+      return false;
+    }
+    if (src[j] != CallShape::kDefault) {
+      raise(PyExc_TypeError, head(st) + "got multiple values for argument '" + st.table.params[j].name + "'");
+      return false;
+    }
+    src[j] = static_cast<int8_t>(k);
+  }
+  CallShape& cs = st.call_shape;
+  Py_XINCREF(kwnames);
+  Py_XSETREF(cs.kwnames, kwnames);
+  cs.nargs = nargs;
+  std::memcpy(cs.src, src, sizeof(int8_t) * np);
+  return true;
 }
 
 [[gnu::cold]] PyObject* tensor_read_error(JitState& st, int t, PyObject* obj, int rc) {
@@ -342,7 +380,7 @@ int64_t count_elements(const DLTensor* dl, int nt) noexcept {
 struct ReadScope {
   ReadSlot* slots;
   int n = 0;
-  ~ReadScope() {
+  [[gnu::always_inline]] ~ReadScope() {
     for (int i = 0; i < n; ++i)
       if (slots[i].cleanup) release_slot(&slots[i]);
   }
@@ -359,44 +397,22 @@ PyObject* call_impl(JitFunctionObject* self, PyObject* const* args, size_t nargs
   const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
   PYPTO_PROF_START;
 
-  // 1. bind
-  PyObject* slots[kMaxParams];
-  if (nargs > st.n_positional) [[unlikely]]
-    return raise(PyExc_TypeError, head(st) + "takes " + std::to_string(st.n_positional) +
-                                      " positional argument(s) but " + std::to_string(nargs) + " were given");
-  for (int i = 0; i < np; ++i) slots[i] = i < nargs ? args[i] : nullptr;
-  if (kwnames != nullptr) {
-    const Py_ssize_t nk = PyTuple_GET_SIZE(kwnames);
-    for (Py_ssize_t k = 0; k < nk; ++k) {
-      PyObject* name = PyTuple_GET_ITEM(kwnames, k);
-      // interned: pointer equality is the common case; keywords usually name the trailing parameters
-      int j = static_cast<int>(nargs);
-      while (j < np && st.names[j] != name) ++j;
-      if (j == np) [[unlikely]] {
-        j = 0;
-        while (j < nargs && st.names[j] != name) ++j;
-        if (j == nargs) j = np;
-      }
-      if (j == np) [[unlikely]] {
-        for (j = 0; j < np; ++j)
-          if (PyUnicode_Compare(st.names[j], name) == 0) break;
-        if (j == np)
-          return raise(PyExc_TypeError, head(st) + "got an unexpected keyword argument '" + PyUnicode_AsUTF8(name) + "'");
-      }
-      if (slots[j] != nullptr) [[unlikely]]
-        return raise(PyExc_TypeError, head(st) + "got multiple values for argument '" + table.params[j].name + "'");
-      slots[j] = args[nargs + k];
-    }
-  }
+  // 1. bind: the call site's layout is cached (learn_call_shape raises every binding error on a new layout)
   if (PyFunction_GET_DEFAULTS(st.fn) != st.defaults_seen || PyFunction_GET_KW_DEFAULTS(st.fn) != st.kwdefaults_seen)
     [[unlikely]] refresh_defaults(st);
-  for (int i = static_cast<int>(nargs); i < np; ++i) {
-    if (slots[i] == nullptr) {
-      slots[i] = st.defaults[i];
-      if (slots[i] == nullptr) [[unlikely]] return bind_error_missing(st, slots);
-    }
+  const CallShape& cs = st.call_shape;
+  if (kwnames != cs.kwnames || nargs != cs.nargs) [[unlikely]] {
+    if (!learn_call_shape(st, nargs, kwnames)) return nullptr;
   }
-
+  PyObject* slots[kMaxParams];
+  PyObject* const* kwargs = args + nargs;
+  PyObject* const* defaults = st.defaults.data();
+  for (int i = 0; i < np; ++i) {
+    const int src = cs.src[i];
+    PyObject* v = src == CallShape::kPositional ? args[i] : src >= 0 ? kwargs[src] : defaults[i];
+    if (v == nullptr) [[unlikely]] return bind_error_missing(st);
+    slots[i] = v;
+  }
   PYPTO_PROF_MARK(kBind);
 
   // 2. tensors: read and check
@@ -827,6 +843,7 @@ JitState::~JitState() {
     Py_XDECREF(g.last);
   }
   for (ConstCache& c : consts) Py_XDECREF(c.last);
+  Py_XDECREF(call_shape.kwnames);
 }
 
 PyObject* make_jit_function_type() {

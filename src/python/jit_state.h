@@ -27,6 +27,17 @@ struct ConstCache {
   bool identity_ok = false;  // false for values with mutable parts (lists): re-keyed by value every call
 };
 
+// How one call site lays out its arguments, cached by the identity of its keyword-names tuple (CPython passes the
+// same constant tuple from a call site every time) and its positional count: per parameter, where its value comes
+// from. Learned (and every binding error raised) on the slow path; the hit path only fills slots from it.
+struct CallShape {
+  static constexpr int8_t kPositional = -2;
+  static constexpr int8_t kDefault = -1;
+  PyObject* kwnames = nullptr;  // strong (so that its address cannot be reused by another tuple)
+  Py_ssize_t nargs = -1;        // -1: nothing learned yet
+  int8_t src[64];               // kPositional, kDefault, or the index of the keyword argument
+};
+
 struct Counters {
   uint64_t hits = 0;
   uint64_t misses = 0;
@@ -45,6 +56,7 @@ struct JitState {
   std::vector<Guard> guards;
   uint32_t guard_state = 0;
   std::vector<ConstCache> consts;
+  CallShape call_shape;
   SpecializationTable specs;
   Counters counters;
   RunMode run_mode = RunMode::kSim;

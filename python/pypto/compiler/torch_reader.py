@@ -38,7 +38,8 @@ def _probes(torch):
             torch.zeros(0, 3), torch.ones(5, dtype=torch.float16), torch.ones(2, 3, dtype=torch.bfloat16),
             torch.arange(7, dtype=torch.int64)[2:], torch.zeros(3, dtype=torch.bool),
             torch.zeros(2, 2, dtype=torch.int8), torch.zeros(2, dtype=torch.uint8),
-            torch.nn.Parameter(torch.ones(3, 2)), torch.ones(3, requires_grad=True)]
+            torch.nn.Parameter(torch.ones(3, 2)), torch.ones(3, requires_grad=True), base[1:2], base[:, 2:3],
+            torch.ones(1, 4).expand(3, 4)]
 
 
 def build(torch) -> Path:

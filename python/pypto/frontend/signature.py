@@ -32,6 +32,24 @@ class Param:
         return self.default is not _EMPTY
 
 
+def _resolve_string_annotation(kernel_name: str, fn, name: str, text: str):
+    """A string annotation (`from __future__ import annotations`), evaluated once at decoration in the kernel's
+    globals and the values of its closure cells (as typing.get_type_hints does for globals)."""
+    ns = dict(fn.__globals__)
+    for var, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+        try:
+            ns[var] = cell.cell_contents
+        except ValueError:  # an empty cell
+            pass
+    try:
+        return eval(text, ns)  # noqa: S307 - the user's own annotation, evaluated like typing.get_type_hints
+    except Exception as e:
+        raise KernelDefinitionError(
+            f"kernel '{kernel_name}': parameter '{name}': cannot evaluate the string annotation {text!r} (from "
+            f"`from __future__ import annotations`) in the kernel's module: {type(e).__name__}: {e}; define the "
+            f"annotation at module level or drop the __future__ import") from None
+
+
 def build_params(kernel_name: str, fn) -> list[Param]:
     """Read `fn`'s signature into Params; enforce 'tensor parameters first'."""
     sig = inspect.signature(fn)
@@ -43,6 +61,8 @@ def build_params(kernel_name: str, fn) -> list[Param]:
             raise KernelDefinitionError(f"kernel '{kernel_name}': parameter '{p.name}': *args/**kwargs are not "
                                         f"supported in a pypto kernel signature")
         ann = p.annotation
+        if isinstance(ann, str):
+            ann = _resolve_string_annotation(kernel_name, fn, p.name, ann)
         if ann is Tensor:
             ann = Tensor()
         if isinstance(ann, Tensor):
@@ -62,11 +82,6 @@ def build_params(kernel_name: str, fn) -> list[Param]:
         elif ann is _EMPTY or ann is None:
             kind = CONSTEXPR
             ann = None
-        elif isinstance(ann, str):
-            raise KernelDefinitionError(
-                f"kernel '{kernel_name}': parameter '{p.name}': string annotation {ann!r} (from "
-                f"`from __future__ import annotations`?) cannot be read; pypto kernels need real annotation "
-                f"objects")
         else:
             # any other annotation (int, float, typing hints) marks a compile-time constant
             kind = CONSTEXPR

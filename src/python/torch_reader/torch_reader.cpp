@@ -22,21 +22,37 @@ struct THPVariableMirror {
   c10::TensorImpl* impl;
 };
 
-inline bool dl_dtype(c10::ScalarType t, DLDataType* out) {
-  switch (t) {
-    case c10::ScalarType::Float: *out = {kDLFloat, 32, 1}; return true;
-    case c10::ScalarType::Half: *out = {kDLFloat, 16, 1}; return true;
-    case c10::ScalarType::BFloat16: *out = {kDLBfloat, 16, 1}; return true;
-    case c10::ScalarType::Double: *out = {kDLFloat, 64, 1}; return true;
-    case c10::ScalarType::Int: *out = {kDLInt, 32, 1}; return true;
-    case c10::ScalarType::Long: *out = {kDLInt, 64, 1}; return true;
-    case c10::ScalarType::Short: *out = {kDLInt, 16, 1}; return true;
-    case c10::ScalarType::Char: *out = {kDLInt, 8, 1}; return true;
-    case c10::ScalarType::Byte: *out = {kDLUInt, 8, 1}; return true;
-    case c10::ScalarType::Bool: *out = {kDLBool, 8, 1}; return true;
-    default: return false;
+// ScalarType -> DLPack dtype and item size, as a table indexed by the ScalarType value (cheaper than a switch
+// and than TensorImpl::itemsize(), which re-checks the TypeMeta). itemsize 0: not read here.
+struct DtypeInfo {
+  DLDataType dl;
+  uint8_t itemsize;
+};
+constexpr int kDtypeTableSize = 32;
+
+constexpr DtypeInfo dtype_info(int i) {
+  switch (static_cast<c10::ScalarType>(i)) {
+    case c10::ScalarType::Float: return {{kDLFloat, 32, 1}, 4};
+    case c10::ScalarType::Half: return {{kDLFloat, 16, 1}, 2};
+    case c10::ScalarType::BFloat16: return {{kDLBfloat, 16, 1}, 2};
+    case c10::ScalarType::Double: return {{kDLFloat, 64, 1}, 8};
+    case c10::ScalarType::Int: return {{kDLInt, 32, 1}, 4};
+    case c10::ScalarType::Long: return {{kDLInt, 64, 1}, 8};
+    case c10::ScalarType::Short: return {{kDLInt, 16, 1}, 2};
+    case c10::ScalarType::Char: return {{kDLInt, 8, 1}, 1};
+    case c10::ScalarType::Byte: return {{kDLUInt, 8, 1}, 1};
+    case c10::ScalarType::Bool: return {{kDLBool, 8, 1}, 1};
+    default: return {{0, 0, 0}, 0};
   }
 }
+
+struct DtypeTable {
+  DtypeInfo v[kDtypeTableSize];
+  constexpr DtypeTable() : v() {
+    for (int i = 0; i < kDtypeTableSize; ++i) v[i] = dtype_info(i);
+  }
+};
+constexpr DtypeTable kDtypes;
 
 }  // namespace
 
@@ -50,14 +66,18 @@ extern "C" __attribute__((visibility("default"))) int pypto_torch_read(PyObject*
     if (ks.has(c10::DispatchKey::Python) || ks.has(c10::DispatchKey::PythonTLSSnapshot) ||
         t->has_symbolic_sizes_strides() || t->unsafe_storage().unsafeGetStorageImpl() == nullptr)
       return 0;
-    if (!dl_dtype(t->dtype().toScalarType(), &out->dtype)) return 0;
+    const unsigned st = static_cast<unsigned>(t->dtype().toScalarType());
+    if (st >= kDtypeTableSize || kDtypes.v[st].itemsize == 0) return 0;
+    const DtypeInfo& info = kDtypes.v[st];
+    out->dtype = info.dl;
     const c10::IntArrayRef sizes = t->sizes();
     out->data = static_cast<char*>(const_cast<void*>(t->unsafe_storage().data())) +
-                t->storage_offset() * static_cast<int64_t>(t->itemsize());
+                t->storage_offset() * static_cast<int64_t>(info.itemsize);
     out->device = DLDevice{kDLCPU, 0};
     out->ndim = static_cast<int32_t>(sizes.size());
     out->shape = const_cast<int64_t*>(sizes.data());
-    // strides as they are: the binder checks contiguity (is_contiguous() is an out-of-line call into c10)
+    // strides as they are: the binder checks contiguity (TensorImpl::is_contiguous() is an out-of-line call that
+    // costs more than the binder's stride walk on small ranks)
     out->strides = const_cast<int64_t*>(t->strides().data());
     out->byte_offset = 0;
     return 1;
