@@ -210,9 +210,6 @@ static inline T fremainder(T a, T b) {
   if (r != 0 && ((r < 0) != (b < 0))) r += b;
   return r;
 }
-/* torch.floor_divide for floats */
-template <class T>
-static inline T ffloordiv(T a, T b) { return floor_((a - fremainder(a, b)) / b); }
 static inline int64_t ipow(int64_t a, int64_t b) {
   if (b < 0) return a == 1 ? 1 : (a == -1 ? ((b & 1) ? -1 : 1) : 0);
   int64_t r = 1;
@@ -235,6 +232,88 @@ static inline int fail(PyptoLaunchContext* ctx, const char* msg) {
     for (; msg[i] && i + 1 < ctx->error_capacity; ++i) ctx->error[i] = msg[i];
     ctx->error[i] = 0;
   }
+  return 1;
+}
+
+/* ------------------------------------------------------------------------------------------------------ */
+/* runtime_debug_mode=4: bounds checks. Generated code calls check_view before every statement with each
+ * operand view (element offset, dims, strides) and its tensor (element count, shape); a view that can touch
+ * an element outside the tensor fails the kernel before the statement runs, naming the tensor, the first
+ * offending element (as an index into the tensor's shape) and the shape. */
+
+struct MsgBuf {
+  char* p;
+  int64_t cap, n;
+  void s(const char* x) {
+    for (; *x; ++x)
+      if (p && n + 1 < cap) p[n++] = *x;
+    if (p && cap > 0) p[n < cap ? n : cap - 1] = 0;
+  }
+  void i(int64_t v) {
+    char tmp[24];
+    int k = 0;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    do {
+      tmp[k++] = (char)('0' + (int)(u % 10u));
+      u /= 10u;
+    } while (u);
+    if (v < 0) tmp[k++] = '-';
+    char out[24];
+    for (int j = 0; j < k; ++j) out[j] = tmp[k - 1 - j];
+    out[k] = 0;
+    s(out);
+  }
+};
+
+static inline int64_t numel(const PyptoTensorArg& t) {
+  int64_t n = 1;
+  for (int64_t d = 0; d < t.ndim; ++d) n *= t.shape[d];
+  return n;
+}
+
+static inline int check_view(PyptoLaunchContext* ctx, const char* what, int64_t offset, int rank,
+                             const int64_t* dims, const int64_t* strides, int64_t numel_, int srank,
+                             const int64_t* sshape) {
+  int64_t lo = offset, hi = offset;
+  for (int k = 0; k < rank; ++k) {
+    if (dims[k] <= 0) return 0; /* an empty view touches nothing */
+    const int64_t e = (dims[k] - 1) * strides[k];
+    if (e < 0)
+      lo += e;
+    else
+      hi += e;
+  }
+  if (lo >= 0 && hi < numel_) return 0;
+  const int64_t bad = lo < 0 ? lo : hi;
+  MsgBuf m{ctx ? ctx->error : 0, ctx ? ctx->error_capacity : 0, 0};
+  m.s(what);
+  m.s(": element index [");
+  if (bad >= 0 && srank > 0) {
+    int64_t idx[16];
+    int64_t r = bad;
+    const int n = srank < 16 ? srank : 16;
+    for (int k = n - 1; k >= 0; --k) {
+      const int64_t d = sshape[k] > 0 ? sshape[k] : 1;
+      idx[k] = k == 0 ? r : r % d;
+      r = k == 0 ? 0 : r / d;
+    }
+    for (int k = 0; k < n; ++k) {
+      if (k) m.s(", ");
+      m.i(idx[k]);
+    }
+  } else {
+    m.i(bad);
+  }
+  m.s("] (flat ");
+  m.i(bad);
+  m.s(") is outside the tensor of shape [");
+  for (int k = 0; k < srank && k < 16; ++k) {
+    if (k) m.s(", ");
+    m.i(sshape[k]);
+  }
+  m.s("] (");
+  m.i(numel_);
+  m.s(" elements); nothing of this statement was executed");
   return 1;
 }
 

@@ -6,15 +6,18 @@ Views are pointer offsets with the parent's strides; broadcast dims contribute n
 Op results are fresh contiguous buffers: on the stack when the size is static and small, else an RAII heap
 block (pypto_rt::Buffer). Elementwise and reduction loop nests are blocked by set_vec_tile_shapes; matmul is
 a blocked i-k-j nest (set_cube_tile_shapes). `pypto.loop(parallel=True)` runs its body through
-pypto_rt::parallel_for on ctx->num_threads threads. The output is deterministic: the same IR gives
-byte-identical source.
+pypto_rt::parallel_for on ctx->num_threads threads; `unroll_list` loops become one sub-loop per factor over a
+shared iteration count (the last one is the remainder loop); kernel branches are C++ if/else. With
+debug_options.runtime_debug_mode=4 every statement is preceded by bounds checks of the views it touches
+(pypto_rt::check_view). The output is deterministic: the same IR gives byte-identical source.
 """
 from __future__ import annotations
 
 from ..frontend.dtypes import DataType as DT
 from ..ir import sym as S
-from ..ir.nodes import LOCAL, PARAM, Assign, Check, Kernel, Loop, Op, Storage, Value, format_kernel
-from .templates import REDUCE_INIT, REDUCE_STEP, c_string, ctype, ew_expr
+from ..ir.nodes import (LOCAL, PARAM, TEMP, Assign, Check, If, Kernel, Loop, Op, Storage, UnrolledLoop, Value,
+                        format_kernel)
+from .templates import PRELUDE, REDUCE_INIT, REDUCE_STEP, c_string, ctype, ew_expr
 
 STACK_BUFFER_MAX = 64 * 1024       # bytes: a static temporary up to this size lives on the stack
 STACK_TOTAL_MAX = 512 * 1024       # bytes of stack temporaries per kernel before spilling to the heap
@@ -29,6 +32,7 @@ class _Emitter:
         self.n = 0
         self.stack_bytes = 0
         self.parallel_depth = 0
+        self.debug = kernel.runtime_debug_mode
 
     # ---- plumbing -------------------------------------------------------------------------------------------
     def line(self, s: str):
@@ -132,15 +136,120 @@ class _Emitter:
     def block(self, block):
         for st in block.stmts:
             if isinstance(st, Op):
+                if self.debug >= 4:
+                    self.bounds([a for a in st.ins if isinstance(a, Value)] + [st.out], st.kind)
                 getattr(self, "op_" + st.kind)(st)
             elif isinstance(st, Assign):
+                if self.debug >= 4:
+                    self.bounds([st.dst] + ([st.src] if isinstance(st.src, Value) else []), "write")
                 self.assign(st)
             elif isinstance(st, Check):
                 self.line(f"if (!{S.to_cpp(st.cond)}) return pypto_rt::fail(ctx, {c_string(st.msg)});")
             elif isinstance(st, Loop):
                 self.loop(st)
+            elif isinstance(st, UnrolledLoop):
+                self.unrolled_loop(st)
+            elif isinstance(st, If):
+                self.branch(st)
             else:  # pragma: no cover
                 raise TypeError(st)
+
+    # ---- runtime_debug_mode=4: bounds checks ----------------------------------------------------------------
+    def storage_numel(self, st: Storage) -> str:
+        if st.kind == PARAM:
+            return f"dbg_numel_{st.param_index}"
+        n = st.static_elems()
+        if n is not None:
+            return S.to_cpp(n)
+        return " * ".join(f"(int64_t)({S.to_cpp(d)})" for d in st.shape) or "(int64_t)1"
+
+    def bounds(self, values, what: str):
+        """Before a statement: every element each operand view can touch (offset + sum of (dim-1)*stride,
+        both signs) must lie inside its storage, else the kernel fails with the tensor, the offending element
+        index (unravelled over the tensor's shape) and the shape — before anything of the statement runs."""
+        seen = set()
+        for v in values:
+            if id(v) in seen:
+                continue
+            seen.add(id(v))
+            st = v.storage
+            if st.kind == TEMP and v.is_root:
+                continue      # a whole fresh temporary: allocated for exactly this shape
+            if st.kind == PARAM:
+                tname = f"tensor '{st.param_name}'"
+                shp = f"tensors[{st.param_index}].shape"
+                srank = f"(int)tensors[{st.param_index}].ndim"
+            else:
+                tname = f"{'local tensor' if st.kind == LOCAL else 'temporary'} %{st.sid}"
+                sdims = [S.to_cpp(c if c is not None else d) for c, d in zip(st.cap, st.shape)]
+                arr = self.fresh("dbs")
+                self.line(f"const int64_t {arr}[{max(len(sdims), 1)}] = {{{', '.join(sdims) or '1'}}};")
+                shp, srank = arr, str(len(sdims))
+            r = len(v.shape)
+            dn, sn = self.fresh("dbd"), self.fresh("dbt")
+            self.line(f"const int64_t {dn}[{max(r, 1)}] = {{{', '.join(S.to_cpp(d) for d in v.shape) or '1'}}};")
+            self.line(f"const int64_t {sn}[{max(r, 1)}] = {{{', '.join(S.to_cpp(x) for x in v.strides) or '0'}}};")
+            msg = c_string(f"kernel '{self.k.name}': runtime_debug_mode=4: {what}: out-of-bounds access of {tname}")
+            self.line(f"if (pypto_rt::check_view(ctx, {msg}, {S.to_cpp(v.offset)}, {r}, {dn}, {sn}, "
+                      f"{self.storage_numel(st)}, {srank}, {shp})) return 1;")
+
+    def branch(self, st: If):
+        self.open(f"if ({S.to_cpp(st.cond)})")
+        self.block(st.then)
+        if st.orelse.stmts:
+            self.ind -= 1
+            self.line("} else {")
+            self.ind += 1
+            self.block(st.orelse)
+        self.close()
+
+    def trip_count(self, st, b0: str, cnt: str):
+        """Declare `b0` = the loop's start and `cnt` = its number of iterations (>= 0) for any step sign."""
+        step = st.step
+        self.line(f"const int64_t {b0} = {S.to_cpp(st.start)};")
+        if step > 0:
+            span = f"{S.to_cpp(st.stop)} - {b0} + {step - 1}"
+        else:
+            span = f"{b0} - {S.to_cpp(st.stop)} + {-step - 1}"
+        self.line(f"const int64_t {cnt} = pypto_rt::imax(0, pypto_rt::floordiv({span}, {abs(step)}));")
+
+    def unrolled_loop(self, st: UnrolledLoop):
+        """One sub-loop per unroll factor over a shared iteration count: sub-loop f runs (remaining // f)
+        passes of f iterations each; the factor-1 sub-loop takes the rest."""
+        step = st.step
+        b0, cnt, done = self.fresh("lb"), self.fresh("cnt"), self.fresh("done")
+        self.line("{")
+        self.ind += 1
+        self.trip_count(st, b0, cnt)
+        self.line(f"int64_t {done} = 0;")
+        for f, var, body in st.parts:
+            v = var.args[1]
+            n, k = self.fresh("np"), self.fresh("k")
+            self.line(f"// unroll factor {f}" + (" (remainder loop)" if f == 1 else ""))
+            self.line("{")
+            self.ind += 1
+            self.line(f"const int64_t {n} = ({cnt} - {done}) / {f};")
+            if st.parallel:
+                rc = self.fresh("rc")
+                self.line(f"const int {rc} = pypto_rt::parallel_for({n}, ctx->num_threads, "
+                          f"[&](int64_t {k}) -> int {{")
+                self.ind += 1
+                self.line(f"const int64_t {v} = {b0} + ({done} + {k} * {f}) * ({step});")
+                self.parallel_depth += 1
+                self.block(body)
+                self.parallel_depth -= 1
+                self.line("return 0;")
+                self.ind -= 1
+                self.line("});")
+                self.line(f"if ({rc}) return {rc};")
+            else:
+                self.open(f"for (int64_t {k} = 0; {k} < {n}; ++{k})")
+                self.line(f"const int64_t {v} = {b0} + ({done} + {k} * {f}) * ({step});")
+                self.block(body)
+                self.close()
+            self.line(f"{done} += {n} * {f};")
+            self.close()
+        self.close()
 
     def loop(self, st: Loop):
         v = st.var.args[1]
@@ -158,13 +267,7 @@ class _Emitter:
         b0, cnt, k, rc = self.fresh("lb"), self.fresh("cnt"), self.fresh("k"), self.fresh("rc")
         self.line("{")
         self.ind += 1
-        self.line(f"const int64_t {b0} = {S.to_cpp(st.start)};")
-        if step > 0:
-            span = f"{S.to_cpp(st.stop)} - {b0} + {step - 1}"
-            self.line(f"const int64_t {cnt} = pypto_rt::imax(0, pypto_rt::floordiv({span}, {step}));")
-        else:
-            span = f"{b0} - {S.to_cpp(st.stop)} + {-step - 1}"
-            self.line(f"const int64_t {cnt} = pypto_rt::imax(0, pypto_rt::floordiv({span}, {-step}));")
+        self.trip_count(st, b0, cnt)
         self.line(f"const int {rc} = pypto_rt::parallel_for({cnt}, ctx->num_threads, [&](int64_t {k}) -> int {{")
         self.ind += 1
         self.line(f"const int64_t {v} = {b0} + {k} * ({step});")
@@ -272,18 +375,102 @@ class _Emitter:
         self.alloc(out.storage)
         d, ct = op.attrs["dim"], ctype(op.attrs["ct"])
         ip = self.ptr(t, const=True)
-        others = [a for a in range(len(t.shape)) if a != d]
-        ovars, opened = self.nest([t.shape[a] for a in others], ivdep=False)
+        full, opened = self.lines_along(t, d)
         acc = self.fresh("acc")
         self.line(f"{ct} {acc} = ({ct})0;")
         kv = self.fresh("k")
         self.open(f"for (int64_t {kv} = 0; {kv} < {self.dim(t.shape[d])}; ++{kv})")
-        full = [None] * len(t.shape)
-        for a, v in zip(others, ovars):
-            full[a] = v
         full[d] = kv
         self.line(f"{acc} = {acc} + pypto_rt::Cvt<{ct}>::from({ip}[{self.index(t, full)}]);")
         self.line(f"{out.storage.cname}[{self.index(out, full)}] = pypto_rt::Cvt<{ctype(out.dtype)}>::from({acc});")
+        self.close(1 + opened)
+
+    def lines_along(self, t: Value, d: int):
+        """Open a loop nest over every dim of t but `d` (one iteration per line along d). Returns (index
+        variables per dim with None at d, number of opened loops)."""
+        others = [a for a in range(len(t.shape)) if a != d]
+        ovars, opened = self.nest([t.shape[a] for a in others], ivdep=False)
+        full = [None] * len(t.shape)
+        for a, v in zip(others, ovars):
+            full[a] = v
+        return full, opened
+
+    # ---- data-dependent indexing (language/indexing.py) -----------------------------------------------------
+    def _checked_index(self, ip: str, idx: Value, ivars: list, n: str, msg: str) -> str:
+        """Load index[ivars] into a fresh int64 and fail the kernel when it is outside [0, n)."""
+        j = self.fresh("g")
+        self.line(f"const int64_t {j} = (int64_t){ip}[{self.index(idx, ivars)}];")
+        self.line(f"if ({j} < 0 || {j} >= {n}) return pypto_rt::fail(ctx, {c_string(msg)});")
+        return j
+
+    def op_gather(self, op: Op):
+        out, (t, idx) = op.out, op.ins
+        d = op.attrs["dim"]
+        self.alloc(out.storage)
+        tp, ip = self.ptr(t, const=True), self.ptr(idx, const=True)
+        n = self.dim(t.shape[d])
+        ivars, opened = self.nest(out.shape, ivdep=False)
+        full = list(ivars)
+        full[d] = self._checked_index(ip, idx, ivars, n, op.attrs["msg"])
+        self.line(f"{out.storage.cname}[{self.index(out, ivars)}] = {tp}[{self.index(t, full)}];")
+        self.close(opened)
+
+    def op_scatter(self, op: Op):
+        out, (t, idx, src) = op.out, op.ins
+        d = op.attrs["dim"]
+        self.alloc(out.storage)
+        tp, ip = self.ptr(t, const=True), self.ptr(idx, const=True)
+        ivars, opened = self.nest(out.shape)
+        self.line(f"{out.storage.cname}[{self.index(out, ivars)}] = {tp}[{self.index(t, ivars)}];")
+        self.close(opened)
+        sp = self.ptr(src, const=True) if isinstance(src, Value) else self.scalar_const(src, out.dtype)
+        n = self.dim(out.shape[d])
+        ivars, opened = self.nest(idx.shape, ivdep=False)
+        full = list(ivars)
+        full[d] = self._checked_index(ip, idx, ivars, n, op.attrs["msg"])
+        rhs = f"{sp}[{self.index(src, ivars)}]" if isinstance(src, Value) else sp
+        self.line(f"{out.storage.cname}[{self.index(out, full)}] = {rhs};")
+        self.close(opened)
+
+    def op_topk(self, op: Op):
+        """Indices of the k best elements per line along `dim`: insertion into a sorted k-slot buffer (stable:
+        a later element only displaces strictly worse ones; NaN ranks above every number)."""
+        out, t = op.out, op.ins[0]
+        d, k, largest = op.attrs["dim"], op.attrs["k"], op.attrs["largest"]
+        self.alloc(out.storage)
+        if k == 0:
+            return
+        ct = ctype(op.attrs["ct"])
+        tp = self.ptr(t, const=True)
+        n = self.dim(t.shape[d])
+        vals, ids = self.fresh("tkv"), self.fresh("tki")
+        self.alloc_raw(vals, ct, DT(op.attrs["ct"]).itemsize, k)
+        self.alloc_raw(ids, "int64_t", 8, k)
+        cmp = ">" if largest else "<"
+
+        def better(x, y):
+            nan_first = f"pypto_rt::isnan_({x}) && !pypto_rt::isnan_({y})" if largest else \
+                f"!pypto_rt::isnan_({x}) && pypto_rt::isnan_({y})"
+            return f"(({nan_first}) || {x} {cmp} {y})"
+
+        full, opened = self.lines_along(t, d)
+        cnt, j, v, p = self.fresh("cnt"), self.fresh("j"), self.fresh("v"), self.fresh("p")
+        self.line(f"int64_t {cnt} = 0;")
+        self.open(f"for (int64_t {j} = 0; {j} < {n}; ++{j})")
+        full[d] = j
+        self.line(f"const {ct} {v} = pypto_rt::Cvt<{ct}>::from({tp}[{self.index(t, full)}]);")
+        self.line(f"if ({cnt} == {k} && !{better(v, f'{vals}[{k - 1}]')}) continue;")
+        self.line(f"int64_t {p} = {cnt} < {k} ? {cnt} : {k - 1};")
+        self.open(f"while ({p} > 0 && {better(v, f'{vals}[{p} - 1]')})")
+        self.line(f"{vals}[{p}] = {vals}[{p} - 1]; {ids}[{p}] = {ids}[{p} - 1]; --{p};")
+        self.close()
+        self.line(f"{vals}[{p}] = {v}; {ids}[{p}] = {j};")
+        self.line(f"if ({cnt} < {k}) ++{cnt};")
+        self.close()
+        q = self.fresh("q")
+        self.open(f"for (int64_t {q} = 0; {q} < {k}; ++{q})")
+        full[d] = q
+        self.line(f"{out.storage.cname}[{self.index(out, full)}] = {ids}[{q}];")
         self.close(1 + opened)
 
     def op_matmul(self, op: Op):
@@ -367,6 +554,9 @@ def generate(kernel: Kernel, with_ir_comment: bool = True) -> str:
         em.line(f"{ctype(t.dtype)}* {st.cname} = ({ctype(t.dtype)}*)tensors[{t.index}].data;")
     for var, ti, ax in kernel.dyn_vars:
         em.line(f"const int64_t {var.args[1]} = tensors[{ti}].shape[{ax}];")
+    if kernel.runtime_debug_mode >= 4:
+        for t in kernel.tensors:
+            em.line(f"const int64_t dbg_numel_{t.index} = pypto_rt::numel(tensors[{t.index}]);")
     for s in kernel.scalars:
         v = kernel.scalar_vars[s.param]
         if v.kind == S.FLOAT:
@@ -389,6 +579,10 @@ def generate(kernel: Kernel, with_ir_comment: bool = True) -> str:
         "#include <pypto/kernel_abi.h>",
         "#include <pypto/kernel_rt.h>",
         "",
+    ]
+    if any("pypto_k::" in ln for ln in em.lines):
+        out += [PRELUDE, ""]
+    out += [
         "namespace {",
         "int kernel_body(const PyptoTensorArg* tensors, const PyptoScalarArg* scalars, PyptoLaunchContext* ctx) {",
     ]

@@ -30,7 +30,7 @@ EW = {
     "sub": "({0} - {1})",
     "mul": "({0} * {1})",
     "div": "({0} / {1})",
-    "floordiv": _fi("pypto_rt::ffloordiv<{ct}>({0}, {1})", "pypto_rt::floordiv({0}, {1})"),
+    "floordiv": _fi("pypto_k::floor_divide<{ct}>({0}, {1})", "pypto_rt::floordiv({0}, {1})"),
     "mod": _fi("pypto_rt::fremainder<{ct}>({0}, {1})", "pypto_rt::floormod({0}, {1})"),
     "pow": _fi("pypto_rt::pow_({0}, {1})", "pypto_rt::ipow({0}, {1})"),
     "maximum": "pypto_rt::maximum<{ct}>({0}, {1})",
@@ -79,6 +79,24 @@ REDUCE_STEP = {
     "amax": "pypto_rt::maximum<{ct}>({acc}, {v})",
     "amin": "pypto_rt::minimum<{ct}>({acc}, {v})",
 }
+
+
+# Helpers the generated code defines itself (emitted by codegen/cpp.py only when a kernel uses `pypto_k::`).
+# floor_divide is torch's div_floor_floating (c10/util/generic_math.h) step for step, so results (and the sign
+# of zero) match torch bit for bit.
+PRELUDE = """namespace pypto_k {
+template <class T>
+static inline T floor_divide(T a, T b) {
+  if (b == 0) return a / b;
+  T mod = pypto_rt::fmod_(a, b);
+  T div = (a - mod) / b;
+  if (mod != 0 && ((b < 0) != (mod < 0))) div -= T(1);
+  if (div == 0) return __builtin_copysign(T(0), a / b);
+  T fl = pypto_rt::floor_(div);
+  if (div - fl > T(0.5)) fl += T(1);
+  return fl;
+}
+}  // namespace pypto_k"""
 
 
 def c_string(s: str) -> str:

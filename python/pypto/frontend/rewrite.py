@@ -4,6 +4,11 @@ What the rewrite does (errors are raised when the kernel is traced, naming the k
   * `break` / `continue` / `return` inside `for ... in pypto.loop(...)` (or pypto.loop_unroll) become a
     call that raises KernelTraceError: the body of a kernel loop is traced once, so Python control transfer
     out of it cannot mean what it says.
+  * every `if` goes through a small runtime object (see _Rewriter.visit_If): a concrete condition picks the
+    branch at trace time (plain Python semantics); a symbolic one (`if n > 16:`, `if pypto.cond(c):`)
+    becomes a kernel branch — both bodies are traced into the then/else blocks of an IR `If`, and names the
+    branches bind are merged afterwards (equal in both: kept; different: an error on use). `break` /
+    `continue` / `return` inside a kernel branch raise.
   * `out = expr` where `out` is a parameter and `expr` does not read `out` gets a check in front of it:
     if `out` still holds the tensor parameter itself, the assignment would write nothing, so it raises
     ("writes nothing; use out[:] = ... or out.move(...)"). `x = pypto.reshape(x, ...)` (reads x) stays legal.
@@ -50,6 +55,18 @@ class _Runtime:
             f"{self.filename}:{lineno}): the loop body is traced once into a kernel loop, so `{what}` cannot "
             f"leave it; compute a mask/valid shape instead")
 
+    def branch(self, cond, lineno: int, loc: dict, names: tuple):
+        """Start an `if`: concrete conditions pick a branch now; symbolic ones become a kernel branch."""
+        return _Branch(self, cond, lineno, loc, names)
+
+    def jump_check(self, branches: tuple, what: str, lineno: int):
+        for br in branches:
+            if br.sym:
+                raise KernelTraceError(
+                    f"kernel '{self.kernel_name}': `{what}` inside a kernel-level branch (an `if` on a symbolic "
+                    f"value, at {self.filename}:{br.lineno}) is not supported (at {self.filename}:{lineno}): both "
+                    f"branches are compiled into the kernel, so `{what}` cannot leave one of them at trace time")
+
     def check_rebind(self, current, name: str, lineno: int):
         from ..ir.nodes import PARAM, Value
 
@@ -58,6 +75,110 @@ class _Runtime:
                 f"kernel '{self.kernel_name}': `{name} = ...` rebinds the tensor parameter '{name}' and writes "
                 f"nothing; use {name}[:] = ... or {name}.move(...) to write the output (at "
                 f"{self.filename}:{lineno})")
+
+
+class _Undefined:
+    """The value of a name after a kernel-level `if` when the branches disagree (or never bound it): any use
+    raises a KernelTraceError explaining why."""
+
+    __slots__ = ("_msg",)
+
+    def __init__(self, msg: str):
+        self._msg = msg
+
+    def _fail(self, *a, **k):
+        raise KernelTraceError(self._msg)
+
+    def __repr__(self):
+        return f"<undefined after a kernel branch: {self._msg}>"
+
+    def __getattr__(self, name):
+        raise KernelTraceError(self._msg)
+
+    __bool__ = __index__ = __int__ = __float__ = __len__ = __iter__ = __call__ = __getitem__ = __setitem__ = _fail
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _fail
+    __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = __pow__ = __rpow__ = __matmul__ = __rmatmul__ = _fail
+    __neg__ = __pos__ = __abs__ = __lt__ = __le__ = __gt__ = __ge__ = _fail
+
+
+class _Branch:
+    """One executed `if` statement of a rewritten kernel (see _Rewriter.visit_If)."""
+
+    __slots__ = ("rt", "sym", "taken", "stmt", "lineno", "names", "pre", "then_vals", "builder")
+
+    def __init__(self, rt, cond, lineno, loc, names):
+        from ..ir import sym as S
+        from ..ir.builder import active
+
+        self.rt, self.lineno, self.names = rt, lineno, names
+        self.stmt = None
+        b = active()
+        if isinstance(cond, S.Sym) and b is not None:
+            b.use(cond, "if")
+            if cond.kind != S.BOOL:
+                cond = S.compare("!=", cond, 0)
+            self.sym = True
+            self.taken = None
+            self.builder = b
+            self.pre = {n: loc[n] for n in names if n in loc}
+            self.stmt = b.branch_begin(cond, f"{rt.filename}:{lineno}")
+        else:
+            self.sym = False
+            self.taken = bool(cond)
+
+    def then_(self) -> bool:
+        return True if self.sym else self.taken
+
+    def mid(self, loc):
+        if self.sym:
+            self.then_vals = {n: loc[n] for n in self.names if n in loc}
+            self.builder.branch_else(self.stmt)
+
+    def restore(self, name):
+        v = self.pre.get(name, _MISSING)
+        if v is _MISSING:
+            return _Undefined(f"kernel '{self.rt.kernel_name}': `{name}` is not bound before the kernel-level `if` "
+                              f"at {self.rt.filename}:{self.lineno} and its else-branch reads it")
+        return v
+
+    def else_(self) -> bool:
+        return True if self.sym else not self.taken
+
+    def end(self):
+        if self.sym:
+            self.builder.branch_end(self.stmt)
+
+    def merge(self, loc) -> dict:
+        from ..ir import sym as S
+
+        out = {}
+        where = f"{self.rt.filename}:{self.lineno}"
+        for n in self.names:
+            t = self.then_vals.get(n, _MISSING)
+            e = loc.get(n, _MISSING)
+            t = _MISSING if isinstance(t, _Undefined) else t
+            e = _MISSING if isinstance(e, _Undefined) else e
+            if t is e and t is not _MISSING:
+                out[n] = t
+            elif (isinstance(t, S.Sym) and isinstance(e, S.Sym) and t.same(e)) or (
+                    type(t) in (int, float, bool, str) and type(t) is type(e) and t == e):
+                out[n] = t
+            elif t is _MISSING or e is _MISSING:
+                out[n] = _Undefined(
+                    f"kernel '{self.rt.kernel_name}': `{n}` is assigned in only one branch of the kernel-level "
+                    f"`if` at {where} (its condition is symbolic, so both branches are compiled and `{n}` has "
+                    f"no single value after it); assign it before the `if` or in both branches alike")
+            else:
+                kind = "tensor" if not isinstance(t, (int, float, S.Sym)) else "value"
+                out[n] = _Undefined(
+                    f"kernel '{self.rt.kernel_name}': `{n}` gets a different {kind} in each branch of the "
+                    f"kernel-level `if` at {where} (its condition is only known when the kernel runs), so it "
+                    f"cannot be used after the `if`; write results into a tensor created before the `if` "
+                    f"(t[:] = ... / pypto.assemble) in each branch, or use pypto.where")
+        return out
+
+
+_MISSING = object()
 
 
 @dataclass
@@ -119,12 +240,81 @@ def _rt_call(method: str, args: list, like: ast.AST) -> ast.stmt:
     return stmt
 
 
+def _assigned_names(stmts) -> set:
+    """Names a list of statements binds in the enclosing function scope (nested scopes excluded)."""
+    out = set()
+    stack = list(stmts)
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(n.name)
+            continue
+        if isinstance(n, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            continue
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            out.add(n.id)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            for al in n.names:
+                out.add((al.asname or al.name).split(".")[0])
+        elif isinstance(n, ast.ExceptHandler) and n.name:
+            out.add(n.name)
+        elif type(n).__name__ in ("MatchAs", "MatchStar") and getattr(n, "name", None):
+            out.add(n.name)
+        elif type(n).__name__ == "MatchMapping" and getattr(n, "rest", None):
+            out.add(n.rest)
+        stack.extend(ast.iter_child_nodes(n))
+    return {x for x in out if not x.startswith("__pypto")}
+
+
 class _Rewriter(ast.NodeTransformer):
-    def __init__(self, params: set):
+    def __init__(self, params: set, excluded: frozenset = frozenset()):
         self.params = params
+        self.excluded = excluded    # global / nonlocal names: not merged after a kernel branch
         self.pypto_loop_depth = 0   # > 0 inside a pypto.loop body
         self.plain_loop_depth = 0   # python loops nested inside the innermost pypto.loop
+        self.branch_stack = []      # names of the _Branch objects of the enclosing `if`s
+        self.loop_mark = 0          # len(branch_stack) when the innermost python/pypto loop began
+        self.nbranch = 0
         self.changed = False
+
+    def visit_If(self, node):
+        """`if test: A else: B` ->
+
+            __pypto_bK = __pypto_rt__.branch(test, line, locals(), names)
+            if __pypto_bK.then_(): A          # concrete test: Python semantics; symbolic: A -> then-block
+            __pypto_bK.mid(locals())
+            if __pypto_bK.sym: <names> = their values from before the if
+            if __pypto_bK.else_(): B          # symbolic: B -> else-block
+            __pypto_bK.end()
+            if __pypto_bK.sym: <names> = merged values (equal in both branches, else an error-on-use marker)
+        """
+        names = tuple(sorted(_assigned_names(node.body + node.orelse) - set(self.excluded)))
+        self.nbranch += 1
+        bn = f"__pypto_b{self.nbranch}"
+        self.changed = True
+        self.branch_stack.append(bn)
+        body = self._stmts(node.body) or [ast.Pass()]
+        orelse = self._stmts(node.orelse) or [ast.Pass()]
+        self.branch_stack.pop()
+        restores = "\n    ".join(f"{n} = {bn}.restore({n!r})" for n in names) or "pass"
+        merges = "\n    ".join(f"{n} = __pypto_m[{n!r}]" for n in names)
+        tmpl = (f"{bn} = {_RT}.branch(__pypto_test__, {node.lineno}, locals(), {names!r})\n"
+                f"if {bn}.then_():\n    pass\n"
+                f"{bn}.mid(locals())\n"
+                f"if {bn}.sym:\n    {restores}\n"
+                f"if {bn}.else_():\n    pass\n"
+                f"{bn}.end()\n")
+        if names:
+            tmpl += f"if {bn}.sym:\n    __pypto_m = {bn}.merge(locals())\n    {merges}\n"
+        stmts = ast.parse(tmpl).body
+        for st in stmts:
+            for n in ast.walk(st):
+                if "lineno" in getattr(n, "_attributes", ()):
+                    ast.copy_location(n, node)
+        stmts[0].value.args[0] = node.test
+        stmts[1].body = body
+        stmts[4].body = orelse
+        return stmts
 
     # nested scopes keep their own semantics
     def visit_FunctionDef(self, node):
@@ -135,14 +325,15 @@ class _Rewriter(ast.NodeTransformer):
     visit_ClassDef = visit_FunctionDef
 
     def _visit_loop(self, node, is_pypto: bool):
-        saved = (self.pypto_loop_depth, self.plain_loop_depth)
+        saved = (self.pypto_loop_depth, self.plain_loop_depth, self.loop_mark)
         if is_pypto:
             self.pypto_loop_depth += 1
             self.plain_loop_depth = 0
         elif self.pypto_loop_depth:
             self.plain_loop_depth += 1
+        self.loop_mark = len(self.branch_stack)
         node.body = self._stmts(node.body)
-        self.pypto_loop_depth, self.plain_loop_depth = saved
+        self.pypto_loop_depth, self.plain_loop_depth, self.loop_mark = saved
         node.orelse = self._stmts(node.orelse)
         return node
 
@@ -178,6 +369,11 @@ class _Rewriter(ast.NodeTransformer):
         if self.pypto_loop_depth and (what == "return" or self.plain_loop_depth == 0):
             self.changed = True
             return _rt_call("control_error", [ast.Constant(what), ast.Constant(node.lineno)], node)
+        brs = self.branch_stack if what == "return" else self.branch_stack[self.loop_mark:]
+        if brs:
+            self.changed = True
+            tup = ast.Tuple(elts=[ast.Name(id=b, ctx=ast.Load()) for b in brs], ctx=ast.Load())
+            return [_rt_call("jump_check", [tup, ast.Constant(what), ast.Constant(node.lineno)], node), node]
         return node
 
     def visit_Break(self, node):
@@ -268,7 +464,8 @@ def prepare(fn: Callable, kernel_name: str | None = None) -> PreparedKernel:
     params = {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs}
     gnames = _global_names(fdef, freevars)
     _strip_signature(fdef)
-    rw = _Rewriter(params)
+    declared = frozenset(x for n in ast.walk(fdef) if isinstance(n, (ast.Global, ast.Nonlocal)) for x in n.names)
+    rw = _Rewriter(params, declared)
     fdef.body = rw._stmts(fdef.body)
     if not fdef.body:
         fdef.body = [ast.copy_location(ast.Pass(), fdef)]

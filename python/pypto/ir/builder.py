@@ -10,7 +10,7 @@ import threading
 
 from ..errors import KernelTraceError
 from . import sym as S
-from .nodes import LOCAL, PARAM, TEMP, Assign, Block, Check, Loop, Op, Storage, Value, row_major
+from .nodes import LOCAL, PARAM, TEMP, Assign, Block, Check, If, Loop, Op, Storage, UnrolledLoop, Value, row_major
 
 _state = threading.local()
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -67,6 +67,8 @@ class Builder:
         self.vec_tile = None          # tuple of ints or None
         self.cube_tile = None         # dict or None
         self.uses_threads = False
+        self.loop_index: dict = {}    # key of an iteration-index Sym -> its Loop / UnrolledLoop
+        self.left_early: list = []    # locations of pypto.loops whose body was left by break / return
 
     # ---- errors -------------------------------------------------------------------------------------------
     def error(self, op: str, msg: str) -> KernelTraceError:
@@ -108,6 +110,11 @@ class Builder:
         scope)."""
         if isinstance(v, Value):
             if not v.scope.encloses(self.block):
+                if v.scope.branch is not None:
+                    raise self.error(op, "this tensor was computed inside a kernel branch (`if` on a symbolic "
+                                         "value) and is used outside it; values do not survive a kernel branch "
+                                         "— write it into a tensor created before the `if` (x[:] = ... / "
+                                         "pypto.assemble) inside the branch instead")
                 raise self.error(op, "this tensor was computed inside a pypto.loop body and is used after the "
                                      "loop; values do not survive a kernel loop — write it into a tensor "
                                      "(pypto.tensor/assemble/slice write) inside the loop instead")
@@ -122,8 +129,30 @@ class Builder:
         return stmt
 
     def op(self, kind: str, out: Value, ins, **attrs) -> Value:
+        tile = attrs.get("tile")
+        if tile:
+            self._check_tile(attrs.get("fn") if isinstance(attrs.get("fn"), str) else kind, out, ins, tile)
         self.emit(Op(kind, out, list(ins), attrs))
         return out
+
+    def _check_tile(self, kind, out, ins, tile):
+        """The tiling in effect must fit the op (as the reference checks when an op uses it)."""
+        values = [v for v in ins if isinstance(v, Value)] + [out]
+        if isinstance(tile, dict):      # cube tiles (matmul): 32-byte alignment for the input dtype
+            dt = values[0].dtype
+            align = 32 if dt.itemsize == 1 else 16
+            for nm in ("m", "k", "n"):
+                for x in tile[nm][:2]:
+                    if x % align:
+                        raise self.error(kind, f"set_cube_tile_shapes: {nm} tile {x} is not aligned: with "
+                                               f"{dt.short} inputs every m/k/n tile size must be a multiple of "
+                                               f"{align} elements (32-byte alignment), got m={list(tile['m'])}, "
+                                               f"k={list(tile['k'])}, n={list(tile['n'])}")
+            return
+        rank = max(len(v.shape) for v in values)
+        if len(tile) < rank:
+            raise self.error(kind, f"set_vec_tile_shapes gave {len(tile)} tile size(s) {list(tile)}, but this op "
+                                   f"works on a rank-{rank} tensor; give one tile size per dim (at least {rank})")
 
     def assign(self, dst: Value, src, op: str):
         st = dst.storage
@@ -141,28 +170,145 @@ class Builder:
         elif not cond:
             raise self.error(op, msg)
 
-    # ---- loops --------------------------------------------------------------------------------------------
-    def loop(self, start, stop, step, name, parallel, unroll_list):
+    # ---- loops ----------------------------------------------------------------------------------------------
+    def loop(self, start, stop, step, name, parallel, unroll_list, yield_factor=False):
         """Generator behind `for i in pypto.loop(...)`: opens a loop block, yields the symbolic loop variable
-        once, closes the block when the Python for-statement asks for the next item."""
+        once, closes the block when the Python for-statement asks for the next item.
+
+        With `unroll_list` the iteration space is covered by one sub-loop per factor (largest first, 1 = the
+        remainder loop): for `pypto.loop` the body is traced f times per sub-loop (yielding var, var+step, ...);
+        for `pypto.loop_unroll` (`yield_factor`) it is traced once per sub-loop and yields (var, f).
+
+        Leaving the body early (`break` / `return`, which close this generator) is recorded and reported by the
+        tracer; a `continue` is detected from the caller's bytecode (see `_continue_jumps`)."""
         self.nloops += 1
+        lid = self.nloops
         ident = name if (name and name.isidentifier()) else "i"
-        cname = f"L{self.nloops}_{ident}"
-        var = S.var(name or f"i{self.nloops}", cname)
-        body = Block(parent=self.block)
-        stmt = Loop(var, start, stop, step, body, bool(parallel), name or "", tuple(unroll_list or ()),
-                    user_location())
-        body.loop = stmt
-        var.scope = body
-        self.emit(stmt)
+        line = user_location()
+        self._check_continue(sys._getframe(1), line)   # the frame whose for-statement iterates this generator
         if parallel:
             self.uses_threads = True
         saved = (self.block, self.vec_tile, self.cube_tile)
-        self.block = body
+        if not unroll_list and not yield_factor:
+            var = S.var(name or f"i{lid}", f"L{lid}_{ident}")
+            body = Block(parent=self.block)
+            stmt = Loop(var, start, stop, step, body, bool(parallel), name or "", (), line)
+            body.loop = stmt
+            var.scope = body
+            self.loop_index[var.key] = stmt
+            self.emit(stmt)
+            self.block = body
+            try:
+                yield var
+            except GeneratorExit:
+                self.left_early.append(line)
+                raise
+            finally:
+                self.block, self.vec_tile, self.cube_tile = saved
+            return
+        factors = sorted({int(f) for f in (unroll_list or ())} | {1}, reverse=True)
+        stmt = UnrolledLoop(start, stop, step, [], bool(parallel), name or "", not yield_factor, line)
+        self.emit(stmt)
         try:
-            yield var
+            for f in factors:
+                var = S.var(f"{name or f'i{lid}'}_x{f}", f"L{lid}_{ident}_x{f}")
+                body = Block(parent=saved[0])
+                body.loop = stmt
+                var.scope = body
+                stmt.parts.append((f, var, body))
+                self.block = body
+                self.vec_tile, self.cube_tile = saved[1], saved[2]
+                if yield_factor:
+                    self.loop_index[var.key] = stmt
+                    yield var, f
+                else:
+                    for j in range(f):
+                        iv = S.add(var, j * step) if j else var
+                        self.loop_index[iv.key] = stmt
+                        self.vec_tile, self.cube_tile = saved[1], saved[2]   # each copy starts like the body
+                        yield iv
+        except GeneratorExit:
+            self.left_early.append(line)
+            raise
         finally:
             self.block, self.vec_tile, self.cube_tile = saved
+
+    def loop_of(self, i):
+        """The Loop / UnrolledLoop whose iteration index `i` is (None when `i` is not one)."""
+        if not isinstance(i, S.Sym):
+            return None
+        return self.loop_index.get(i.key)
+
+    def _check_continue(self, frame, line):
+        """`continue` inside a pypto.loop body of code that was not rewritten (no source: exec'd kernels,
+        helpers): found from the bytecode of the caller's for-statement."""
+        code = frame.f_code
+        offs = _continue_jumps(code).get(frame.f_lasti)
+        if offs:
+            raise KernelTraceError(
+                f"kernel '{self.kernel_name}': `continue` inside a pypto.loop body is not supported (at "
+                f"{code.co_filename}:{offs[0]}, detected from the bytecode): the loop body is traced once into "
+                f"a kernel loop, so `continue` cannot skip the rest of it; use a kernel branch "
+                f"(`if pypto.cond(...)`) or a mask instead")
+
+    # ---- branches -------------------------------------------------------------------------------------------
+    def branch_begin(self, cond, line: str) -> If:
+        """Open `if cond:` (a symbolic bool) at the current point; the then-block becomes current."""
+        stmt = If(cond, None, None, line)
+        stmt.then = Block(parent=self.block, branch=stmt)
+        stmt.orelse = Block(parent=self.block, branch=stmt)
+        stmt.saved = (self.block, self.vec_tile, self.cube_tile)
+        self.emit(stmt)
+        self.block = stmt.then
+        return stmt
+
+    def branch_else(self, stmt: If):
+        if self.block is not stmt.then:
+            raise self.error("if", "a kernel branch was left early (break / continue / return inside it?)")
+        self.block, self.vec_tile, self.cube_tile = stmt.orelse, stmt.saved[1], stmt.saved[2]
+
+    def branch_end(self, stmt: If):
+        if self.block is not stmt.orelse:
+            raise self.error("if", "a kernel branch was left early (break / continue / return inside it?)")
+        self.block, self.vec_tile, self.cube_tile = stmt.saved
+
+
+def _continue_jumps(code) -> dict:
+    """{offset of a FOR_ITER: [line of each `continue` jumping back to it]} for `code` (cached).
+
+    CPython (3.11+) compiles both the end of a loop body and `continue` to a backward jump to the FOR_ITER.
+    The implicit jump at the end of a body carries the source position of the body's last statement (shared
+    with that statement's own instructions); a `continue` jump carries the position of the 8-character
+    `continue` keyword and no other instruction does. A jump is reported when its position spans exactly 8
+    columns of one line and differs from the position of the instruction before it."""
+    r = _CONT_CACHE.get(code)
+    if r is not None:
+        return r
+    import dis
+
+    r = {}
+    try:
+        ins = list(dis.get_instructions(code))
+    except Exception:  # pragma: no cover
+        ins = []
+    fors = {i.offset for i in ins if i.opname == "FOR_ITER"}
+    prev = None
+    for i in ins:
+        if "JUMP" in i.opname and i.argval in fors and i.offset > i.argval:
+            p = getattr(i, "positions", None)
+            pp = getattr(prev, "positions", None) if prev is not None else None
+            if (p is not None and p.lineno is not None and p.lineno == p.end_lineno
+                    and p.col_offset is not None and p.end_col_offset - p.col_offset == 8
+                    and (pp is None or pp != p or prev.opname == "NOP")):
+                r.setdefault(i.argval, []).append(p.lineno)
+        prev = i
+    if len(_CONT_CACHE) > 1024:
+        _CONT_CACHE.clear()
+    _CONT_CACHE[code] = r
+    return r
+
+
+_CONT_CACHE: dict = {}
 
 
 __all__ = ["Builder", "current", "active", "activate", "user_location", "LOCAL", "TEMP", "PARAM"]

@@ -48,6 +48,37 @@ def promote_scalar(t: DT, s) -> DT:
     return t
 
 
+# ops in which torch keeps a Python scalar at float32 precision next to an fp16/bf16 tensor (its CPU kernels
+# read the "original scalar value" in the op-math type): (op, position of the scalar). Everywhere else torch
+# first converts the scalar to the tensor's dtype — see round_scalar.
+KEEPS_SCALAR = {("mul", 0), ("mul", 1), ("div", 1), ("floordiv", 1)}
+
+
+def round_scalar(x, dt: DT):
+    """A Python number as torch sees it next to an fp16/bf16 tensor: converted to float32, then rounded to
+    nearest even in `dt` (torch converts double -> float -> half/bf16). Other dtypes: unchanged."""
+    import struct
+
+    if dt not in (DT.DT_FP16, DT.DT_BF16) or isinstance(x, (bool, S.Sym)):
+        return x
+    try:
+        f = struct.unpack("<f", struct.pack("<f", float(x)))[0]
+    except OverflowError:                      # beyond float32: torch's conversion gives +-inf
+        f = float("inf") if x > 0 else float("-inf")
+    if f != f:
+        return f
+    if dt == DT.DT_FP16:
+        try:
+            return struct.unpack("<e", struct.pack("<e", f))[0]
+        except OverflowError:
+            return float("inf") if f > 0 else float("-inf")
+    if abs(f) == float("inf"):
+        return f
+    bits = struct.unpack("<I", struct.pack("<f", f))[0]
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    return struct.unpack("<f", struct.pack("<I", bits))[0]
+
+
 def compute_dtype(dt: DT) -> DT:
     """The type arithmetic is done in: float for fp16/bf16/fp32 (rounded back per op), double for fp64,
     int64 for integers (results wrap to the result type), bool for bool."""

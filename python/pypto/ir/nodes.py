@@ -143,13 +143,39 @@ class Loop:
     line: str = ""
 
 
-class Block:
-    __slots__ = ("stmts", "parent", "loop", "depth")
+@dataclass
+class UnrolledLoop:
+    """`pypto.loop(..., unroll_list=[f0, f1, ..., 1])` / `pypto.loop_unroll`: the iteration space of one loop
+    (start, stop, step) covered by one sub-loop per factor, largest first. Sub-loop `(f, var, body)` runs
+    `(remaining // f)` times; each run handles f consecutive iterations (`var` is the first of them); the
+    factor-1 sub-loop is the remainder loop."""
+    start: Any
+    stop: Any
+    step: Any
+    parts: list                     # [(factor, var Sym, Block)]
+    parallel: bool = False
+    name: str = ""
+    replicate: bool = True          # True: the body was traced f times (pypto.loop); False: once (loop_unroll)
+    line: str = ""
 
-    def __init__(self, parent=None, loop=None):
+
+@dataclass
+class If:
+    """A kernel-level branch on a symbolic bool: `then` runs when `cond` holds at run time, else `orelse`."""
+    cond: Any
+    then: "Block"
+    orelse: "Block"
+    line: str = ""
+
+
+class Block:
+    __slots__ = ("stmts", "parent", "loop", "depth", "branch")
+
+    def __init__(self, parent=None, loop=None, branch=None):
         self.stmts = []
         self.parent = parent
         self.loop = loop
+        self.branch = branch          # the If whose then/else block this is (None otherwise)
         self.depth = 0 if parent is None else parent.depth + 1
 
     def encloses(self, other) -> bool:
@@ -176,6 +202,7 @@ class Kernel:
     written: tuple = ()
     uses_threads: bool = False
     vec_tiles_used: list = field(default_factory=list)
+    runtime_debug_mode: int = 0    # debug_options.runtime_debug_mode (4: bounds checks in the generated code)
 
     def __str__(self) -> str:
         return format_kernel(self)
@@ -235,3 +262,16 @@ def _format_block(block: Block, lines: list, depth: int):
             lines.append(f"{ind}for {S.to_text(st.var)} in loop({S.to_text(st.start)}, {S.to_text(st.stop)}, "
                          f"{S.to_text(st.step)}){par}:")
             _format_block(st.body, lines, depth + 1)
+        elif isinstance(st, UnrolledLoop):
+            par = " parallel" if st.parallel else ""
+            lines.append(f"{ind}unrolled loop({S.to_text(st.start)}, {S.to_text(st.stop)}, {S.to_text(st.step)})"
+                         f"{par}:")
+            for f, var, body in st.parts:
+                lines.append(f"{ind}  x{f} {S.to_text(var)}:")
+                _format_block(body, lines, depth + 2)
+        elif isinstance(st, If):
+            lines.append(f"{ind}if {S.to_text(st.cond)}:")
+            _format_block(st.then, lines, depth + 1)
+            if st.orelse.stmts:
+                lines.append(f"{ind}else:")
+                _format_block(st.orelse, lines, depth + 1)

@@ -54,112 +54,12 @@ class Sym:
     def same(self, other) -> bool:
         return isinstance(other, Sym) and other.key == self.key
 
-    # ---- arithmetic ---------------------------------------------------------------------------------------
-    def __add__(self, o):
-        if not _scalar(o):
-            return NotImplemented
-        return add(self, o)
-
-    def __radd__(self, o):
-        if not _scalar(o):
-            return NotImplemented
-        return add(o, self)
-
-    def __sub__(self, o):
-        if not _scalar(o):
-            return NotImplemented
-        return sub(self, o)
-
-    def __rsub__(self, o):
-        if not _scalar(o):
-            return NotImplemented
-        return sub(o, self)
-
-    def __mul__(self, o):
-        if not _scalar(o):
-            return NotImplemented
-        return mul(self, o)
-
-    def __rmul__(self, o):
-        if not _scalar(o):
-            return NotImplemented
-        return mul(o, self)
-
-    def __floordiv__(self, o):
-        if not _scalar(o):
-            return NotImplemented
-        return floordiv(self, o)
-
-    def __rfloordiv__(self, o):
-        if not _scalar(o):
-            return NotImplemented
-        return floordiv(o, self)
-
-    def __mod__(self, o):
-        if not _scalar(o):
-            return NotImplemented
-        return mod(self, o)
-
-    def __rmod__(self, o):
-        if not _scalar(o):
-            return NotImplemented
-        return mod(o, self)
-
-    def __truediv__(self, o):
-        if not _scalar(o):
-            return NotImplemented
-        return truediv(self, o)
-
-    def __rtruediv__(self, o):
-        if not _scalar(o):
-            return NotImplemented
-        return truediv(o, self)
-
+    # ---- arithmetic: the binary operators are installed from a table by _install_operators() below -----------
     def __neg__(self):
         return neg(self)
 
     def __pos__(self):
         return self
-
-    def __lt__(self, o):
-        if not _scalar(o):
-            return NotImplemented
-        return compare("<", self, o)
-
-    def __le__(self, o):
-        if not _scalar(o):
-            return NotImplemented
-        return compare("<=", self, o)
-
-    def __gt__(self, o):
-        if not _scalar(o):
-            return NotImplemented
-        return compare(">", self, o)
-
-    def __ge__(self, o):
-        if not _scalar(o):
-            return NotImplemented
-        return compare(">=", self, o)
-
-    def __eq__(self, o):
-        if not _scalar(o):
-            return NotImplemented
-        return compare("==", self, o)
-
-    def __ne__(self, o):
-        if not _scalar(o):
-            return NotImplemented
-        return compare("!=", self, o)
-
-    def __and__(self, o):
-        if not _scalar(o):
-            return NotImplemented
-        return logical("and", self, o)
-
-    def __or__(self, o):
-        if not _scalar(o):
-            return NotImplemented
-        return logical("or", self, o)
 
     def __invert__(self):
         return logical_not(self)
@@ -489,6 +389,38 @@ def evaluate(x, env: dict):
 
 # ---- printing ----------------------------------------------------------------------------------------------
 
+# How each Sym op prints, as text (IR dumps, messages) and as C++ (int64_t for INT, double for FLOAT, bool for
+# BOOL). "var" and "lin" are printed by code; cmp/fbin carry their operator in args[0] ({op}). A (op, kind) key
+# overrides the op's entry for that kind.
+_TEXT = {"mul": "{0}*{1}", "fdiv": "({0} // {1})", "mod": "({0} % {1})", "min": "min({0}, {1})",
+         "max": "max({0}, {1})", "cmp": "({1} {op} {2})", "and": "({0} and {1})", "or": "({0} or {1})",
+         "not": "(not {0})", "fbin": "({1} {op} {2})"}
+_CPP = {"mul": "({0} * {1})", "fdiv": "pypto_rt::floordiv({0}, {1})", "mod": "pypto_rt::floormod({0}, {1})",
+        ("min", INT): "pypto_rt::imin({0}, {1})", ("max", INT): "pypto_rt::imax({0}, {1})",
+        ("min", FLOAT): "pypto_rt::fmin_((double){0}, (double){1})",
+        ("max", FLOAT): "pypto_rt::fmax_((double){0}, (double){1})",
+        "cmp": "({1} {op} {2})", "and": "({0} && {1})", "or": "({0} || {1})", "not": "(!{0})",
+        "fbin": "((double){1} {op} (double){2})"}
+
+
+def _render(x, rec, table):
+    """x printed with `table`, its operands with `rec`; None when the table has no entry."""
+    t = table.get((x.op, x.kind), table.get(x.op))
+    if t is None:
+        return None
+    if x.op in ("cmp", "fbin"):
+        return t.format(None, rec(x.args[1]), rec(x.args[2]), op=x.args[0])
+    return t.format(*(rec(v) for v in x.args))
+
+
+def _lin_terms(args, rec, scaled, const) -> list:
+    """The printed terms of a linear form (const, ((atom, coef), ...)): `scaled(k, atom_text)` for k != 1."""
+    parts = [rec(t) if k == 1 else scaled(k, rec(t)) for t, k in args[1]]
+    if args[0]:
+        parts.append(const(args[0]))
+    return parts
+
+
 def to_text(x) -> str:
     if not isinstance(x, Sym):
         return repr(x)
@@ -496,31 +428,10 @@ def to_text(x) -> str:
     if op == "var":
         return a[0]
     if op == "lin":
-        parts = []
-        for t, k in a[1]:
-            s = to_text(t)
-            parts.append(s if k == 1 else (f"-{s}" if k == -1 else f"{k}*{s}"))
-        if a[0]:
-            parts.append(str(a[0]))
-        out = " + ".join(parts).replace("+ -", "- ")
-        return f"({out})"
-    if op == "mul":
-        return f"{to_text(a[0])}*{to_text(a[1])}"
-    if op == "fdiv":
-        return f"({to_text(a[0])} // {to_text(a[1])})"
-    if op == "mod":
-        return f"({to_text(a[0])} % {to_text(a[1])})"
-    if op in ("min", "max"):
-        return f"{op}({to_text(a[0])}, {to_text(a[1])})"
-    if op == "cmp":
-        return f"({to_text(a[1])} {a[0]} {to_text(a[2])})"
-    if op in ("and", "or"):
-        return f"({to_text(a[0])} {op} {to_text(a[1])})"
-    if op == "not":
-        return f"(not {to_text(a[0])})"
-    if op == "fbin":
-        return f"({to_text(a[1])} {a[0]} {to_text(a[2])})"
-    return f"{op}{a}"
+        out = " + ".join(_lin_terms(a, to_text, lambda k, s: f"-{s}" if k == -1 else f"{k}*{s}", str))
+        return f"({out.replace('+ -', '- ')})"
+    r = _render(x, to_text, _TEXT)
+    return r if r is not None else f"{op}{a}"
 
 
 def cpp_float_literal(v: float) -> str:
@@ -553,33 +464,33 @@ def to_cpp(x) -> str:
     if op == "var":
         return a[1]
     if op == "lin":
-        parts = []
-        for t, k in a[1]:
-            s = to_cpp(t)
-            parts.append(s if k == 1 else f"{cpp_int_literal(k)} * {s}")
-        if a[0]:
-            parts.append(cpp_int_literal(a[0]))
-        return "(" + " + ".join(parts) + ")"
-    if op == "mul":
-        return f"({to_cpp(a[0])} * {to_cpp(a[1])})"
-    if op == "fdiv":
-        return f"pypto_rt::floordiv({to_cpp(a[0])}, {to_cpp(a[1])})"
-    if op == "mod":
-        return f"pypto_rt::floormod({to_cpp(a[0])}, {to_cpp(a[1])})"
-    if op in ("min", "max"):
-        f = ("pypto_rt::imin" if op == "min" else "pypto_rt::imax") if x.kind == INT else \
-            ("pypto_rt::fmin_" if op == "min" else "pypto_rt::fmax_")
-        if x.kind == INT:
-            return f"{f}({to_cpp(a[0])}, {to_cpp(a[1])})"
-        return f"{f}((double){to_cpp(a[0])}, (double){to_cpp(a[1])})"
-    if op == "cmp":
-        return f"({to_cpp(a[1])} {a[0]} {to_cpp(a[2])})"
-    if op == "and":
-        return f"({to_cpp(a[0])} && {to_cpp(a[1])})"
-    if op == "or":
-        return f"({to_cpp(a[0])} || {to_cpp(a[1])})"
-    if op == "not":
-        return f"(!{to_cpp(a[0])})"
-    if op == "fbin":
-        return f"((double){to_cpp(a[1])} {a[0]} (double){to_cpp(a[2])})"
+        return "(" + " + ".join(_lin_terms(a, to_cpp, lambda k, s: f"{cpp_int_literal(k)} * {s}",
+                                           cpp_int_literal)) + ")"
+    r = _render(x, to_cpp, _CPP)
+    if r is not None:
+        return r
     raise ValueError(op)
+
+
+def _install_operators():
+    """Sym's binary operators: `+ - * // % /` (and the reflected forms), comparisons (-> symbolic bools) and
+    `& |` (logical and/or). Each returns NotImplemented for a non-scalar operand, so that e.g. a tensor's
+    reflected operator runs for `i * tensor`."""
+    def make(fn, reflected):
+        def method(self, o):
+            if not _scalar(o):
+                return NotImplemented
+            return fn(o, self) if reflected else fn(self, o)
+        return method
+
+    for name, fn in (("add", add), ("sub", sub), ("mul", mul), ("floordiv", floordiv), ("mod", mod),
+                     ("truediv", truediv)):
+        setattr(Sym, f"__{name}__", make(fn, False))
+        setattr(Sym, f"__r{name}__", make(fn, True))
+    for name, op in (("lt", "<"), ("le", "<="), ("gt", ">"), ("ge", ">="), ("eq", "=="), ("ne", "!=")):
+        setattr(Sym, f"__{name}__", make(lambda a, b, op=op: compare(op, a, b), False))
+    for name in ("and", "or"):
+        setattr(Sym, f"__{name}__", make(lambda a, b, name=name: logical(name, a, b), False))
+
+
+_install_operators()

@@ -38,7 +38,10 @@ class TensorOps:
         return _L().div(self, o)
 
     def __rtruediv__(self, o):
-        return _L().div(o, self)
+        """scalar / x is computed as torch does it: reciprocal(x) * scalar."""
+        if isinstance(o, TensorOps):
+            return _L().div(o, self)
+        return _L().mul(_L().div(1, self), o)
 
     def __floordiv__(self, o):
         return _L().floor_divide(self, o)
@@ -68,6 +71,14 @@ class TensorOps:
         return _L().abs(self)
 
     def __invert__(self):
+        """~mask: logical not of a BOOL tensor. (torch's ~ on integers is bitwise NOT, which the kernel language
+        does not have: an error rather than a different result.)"""
+        from ..frontend.dtypes import DataType
+        from .builder import current
+
+        if self.dtype != DataType.DT_BOOL:
+            raise current("invert").error("invert", f"`~x` needs a bool mask, got a {self.dtype.short} tensor "
+                                                    f"(torch's ~ is bitwise there); use pypto.logical_not(x)")
         return _L().logical_not(self)
 
     def __matmul__(self, o):

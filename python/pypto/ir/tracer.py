@@ -68,13 +68,31 @@ def trace(prepared, request: SpecRequest) -> Kernel:
             raise KernelTraceError(f"kernel '{request.kernel_name}': a kernel returns nothing (got a "
                                    f"{type(result).__name__}); write results into output tensors with "
                                    f"out[:] = ..., out.move(...) or pypto.assemble(...)")
+        if b.left_early:
+            raise KernelTraceError(f"kernel '{request.kernel_name}': `break` / `return` inside a pypto.loop body "
+                                   f"is not supported (the loop at {b.left_early[0]} was left before its body "
+                                   f"ended): the body is traced once into a kernel loop, so it cannot be left "
+                                   f"early; use a kernel branch (`if pypto.cond(...)`) or a mask instead")
         if b.block is not b.body:
-            raise KernelTraceError(f"kernel '{request.kernel_name}': a pypto.loop was left early (break / "
-                                   f"return inside its body?)")
+            raise KernelTraceError(f"kernel '{request.kernel_name}': a pypto.loop or kernel branch was left early "
+                                   f"(break / return inside its body?)")
     return Kernel(name=request.kernel_name, tensors=list(request.tensors), scalars=list(request.scalars),
                   constants=dict(request.constants), params=params, scalar_vars=scalar_vars,
                   dyn_vars=dyn_vars, body=b.body, storages=b.storages, written=tuple(sorted(b.written)),
-                  uses_threads=b.uses_threads)
+                  uses_threads=b.uses_threads, runtime_debug_mode=_debug_mode(request.options))
+
+
+def _debug_mode(options) -> int:
+    """debug_options.runtime_debug_mode from a ResolvedOptions object or a plain dict (0 when absent)."""
+    if not options:
+        return 0
+    g = getattr(options, "debug", None)
+    if g is None and isinstance(options, dict):
+        g = options.get("debug") or options.get("debug_options")
+    try:
+        return int((g or {}).get("runtime_debug_mode", 0) or 0)
+    except (AttributeError, TypeError, ValueError):
+        return 0
 
 
 __all__ = ["trace"]

@@ -5,20 +5,21 @@ the op, what was expected and what it got. Tensors inside a kernel also support 
 (`+ - * / // % ** @`, comparisons -> masks), slicing (`x[a:b, :]`), slice writes (`out[a:b, :] = e`) and
 `out.move(e)`.
 """
-from . import control, elementwise, reduce, shape_ops
-from .control import (is_loop_begin, is_loop_end, loop, loop_unroll, max, min, set_cube_tile_shapes,
-                      set_vec_tile_shapes)
+from . import control, elementwise, indexing, reduce, shape_ops
+from .control import (cond, is_loop_begin, is_loop_end, loop, loop_unroll, max, min, set_cube_tile_shapes,
+                      set_vec_tile_shapes, set_verify_golden_data)
 from .elementwise import (abs, add, cast, ceil, clamp, clip, clone, div, eq, exp, floor, floor_divide, ge, gt,
                           le, log, logical_not, lt, maximum, minimum, mul, ne, neg, pow, relu, remainder, round,
                           rsqrt, sigmoid, sqrt, sub, tanh, where)
+from .indexing import gather, scatter_update, topk
 from .reduce import amax, amin, cumsum, matmul, mean, prod, rms_norm, softmax, sum
 from .shape_ops import (arange, one_hot, assemble, concat, expand_clone, full, permute, reshape, squeeze, tensor, transpose,
                         unsqueeze, view, zeros)
 
 __all__ = [
     # control flow and tiling
-    "loop", "loop_unroll", "is_loop_begin", "is_loop_end", "min", "max", "set_vec_tile_shapes",
-    "set_cube_tile_shapes",
+    "loop", "loop_unroll", "cond", "is_loop_begin", "is_loop_end", "min", "max", "set_vec_tile_shapes",
+    "set_cube_tile_shapes", "set_verify_golden_data",
     # elementwise
     "add", "sub", "mul", "div", "floor_divide", "remainder", "pow", "maximum", "minimum", "exp", "log", "sqrt",
     "rsqrt", "tanh", "sigmoid", "relu", "abs", "neg", "round", "floor", "ceil", "logical_not", "clip", "clamp",
@@ -28,4 +29,6 @@ __all__ = [
     # views, writes, shapes, local tensors
     "view", "assemble", "reshape", "transpose", "permute", "unsqueeze", "squeeze", "expand_clone", "full",
     "tensor", "zeros", "concat", "arange", "one_hot",
+    # data-dependent indexing
+    "gather", "scatter_update", "topk",
 ]

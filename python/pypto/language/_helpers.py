@@ -85,11 +85,17 @@ def result_dtype(args, op: str) -> DataType:
     return dt
 
 
+_ORDINAL = ("first", "second", "third", "fourth")
+
+
 def broadcast(args, op: str):
     b = current(op)
     tensors = [a for a in args if isinstance(a, Value)]
+    named = ", ".join(f"{_ORDINAL[i] if i < len(_ORDINAL) else f'#{i + 1}'} operand {fmt_shape(a.shape)}"
+                      for i, a in enumerate(args) if isinstance(a, Value))
     shape, cap, checks = broadcast_shapes([t.shape for t in tensors], [t.cap for t in tensors],
-                                          lambda m: b.error(op, m))
+                                          lambda m: b.error(op, f"{m}; expected broadcastable shapes, got "
+                                                                f"{named}"))
     for cond, msg in checks:
         b.check(cond, f"operand shapes differ at run time ({msg}); shapes {[fmt_shape(t.shape) for t in tensors]}",
                 op)

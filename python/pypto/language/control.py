@@ -6,16 +6,24 @@ import builtins
 from ._helpers import S, check_int_like, current
 
 
-def loop(*args, name=None, unroll_list=None, parallel=False, step=None):
+def loop(*args, name=None, unroll_list=None, parallel=False, step=None, idx_name=None, submit_before_loop=False,
+         _factor=False):
     """`for i in pypto.loop(stop)` / `pypto.loop(start, stop, step=1, name=None, unroll_list=None,
     parallel=False)`: a loop of the kernel itself (emitted as a C++ loop; the body is traced once).
 
     Bounds may be symbolic (e.g. from a DYNAMIC dim); the loop variable is a symbolic int. `step` must be a
     non-zero static int. `parallel=True` lets iterations run concurrently on up to
     runtime_options['device_sched_parallelism'] threads: iterations must be independent.
-    `break`/`continue`/`return` inside the body are errors."""
-    op = "loop"
+    `unroll_list=[f, ...]`: the iteration space is covered by unrolled main loops (the body repeated f times
+    per pass, largest factor first) and a remainder loop (factor 1).
+    `idx_name` (a name for the index) and `submit_before_loop` (an NPU scheduling hint) are accepted as in
+    the reference. `break`/`continue`/`return` inside the body are errors."""
+    op = "loop_unroll" if _factor else "loop"
     b = current(op)
+    if idx_name is not None:          # the reference's name of the index variable: used for the IR / C++ names
+        if not isinstance(idx_name, str):
+            raise b.error(op, f"idx_name must be a str, got {idx_name!r}")
+        name = idx_name
     if len(args) == 1:
         start, stop, st = 0, args[0], 1
     elif len(args) == 2:
@@ -40,19 +48,41 @@ def loop(*args, name=None, unroll_list=None, parallel=False, step=None):
             raise b.error(op, f"unroll_list must be a list of positive ints, got {unroll_list!r}")
     if not isinstance(parallel, bool):
         raise b.error(op, f"parallel must be a bool, got {parallel!r}")
-    return b.loop(start, stop, st, name, parallel, unroll_list)
+    if not isinstance(submit_before_loop, bool):
+        raise b.error(op, f"submit_before_loop must be a bool, got {submit_before_loop!r}")
+    return b.loop(start, stop, st, name, parallel, unroll_list, yield_factor=_factor)
 
 
-def loop_unroll(*args, unroll_list=None, name=None, **kw):
-    """pypto.loop with an unroll hint (recorded; the C++ compiler decides the actual unrolling)."""
-    return loop(*args, unroll_list=unroll_list or [1], name=name, **kw)
+def loop_unroll(*args, unroll_list=None, name=None, idx_name=None, **kw):
+    """`for i, f in pypto.loop_unroll(start, stop, step, unroll_list=[4, 2, 1])`: the reference's unrolled
+    loop. The factors are de-duplicated, sorted largest first and always include 1. Each factor f gets its own
+    sub-loop (the body is traced once per factor): one pass of it covers the f iterations i, i+step, ...,
+    i+(f-1)*step, so the body processes f tiles at once; the factor-1 sub-loop handles the remainder."""
+    return loop(*args, unroll_list=list(unroll_list or [1]), name=name, idx_name=idx_name, _factor=True, **kw)
+
+
+def cond(c):
+    """`if pypto.cond(c):` — the explicit form of a kernel-level branch: `c` is a symbolic bool (e.g.
+    pypto.is_loop_end(i), n > 16) or a concrete value. Inside a kernel `if`/`elif`/`else` on a symbolic value
+    becomes a kernel branch with or without pypto.cond."""
+    op = "cond"
+    b = current(op)
+    if isinstance(c, S.Sym):
+        b.use(c, op)
+        if c.kind != S.BOOL:
+            return S.compare("!=", c, 0)
+        return c
+    if isinstance(c, (bool, int, float)) or c is None:
+        return bool(c)
+    raise b.error(op, f"expects a symbolic or concrete scalar condition, got {type(c).__name__} {c!r}")
 
 
 def _loop_of(i, op):
     b = current(op)
-    if not isinstance(i, S.Sym) or i.op != "var" or i.scope is None or i.scope.loop is None:
-        raise b.error(op, f"expects a pypto.loop variable, got {i!r}")
-    return i.scope.loop
+    lp = b.loop_of(i)
+    if lp is None:
+        raise b.error(op, f"expects the index of a pypto.loop, got {i!r}")
+    return lp
 
 
 def is_loop_begin(i):
@@ -66,6 +96,17 @@ def is_loop_end(i):
     lp = _loop_of(i, "is_loop_end")
     nxt = S.add(i, lp.step)
     return S.compare(">=" if lp.step > 0 else "<=", nxt, lp.stop)
+
+
+def set_verify_golden_data(in_out_tensors=None, goldens=None):
+    """Golden data for kernels compiled with verify_options={"enable_pass_verify": True}: `goldens` has one
+    entry per tensor parameter (the expected tensor after the kernel ran, or None to skip it);
+    `in_out_tensors` optionally replaces the call's tensor arguments for the verification run. Every stage
+    (the traced IR run by the reference interpreter, the compiled kernel) is compared with it within
+    pass_verify_error_tol; without goldens the compiled kernel is compared with the interpreted IR."""
+    from ..compiler.launch import set_verify_golden_data as _set
+
+    _set(in_out_tensors, goldens)
 
 
 def _scalar_minmax(args, fn, op):
@@ -102,7 +143,7 @@ def max(*args):
 def set_vec_tile_shapes(*dims):
     """Tile sizes for the vector (elementwise / reduction) ops that follow in the same scope: their loop nests
     are blocked by these sizes (trailing dims of the operand get the trailing tile sizes). 1 to 4 positive
-    static ints."""
+    static ints; an op whose operand has more dims than the tile shape is an error (as in the reference)."""
     op = "set_vec_tile_shapes"
     b = current(op)
     if len(dims) == 1 and isinstance(dims[0], (list, tuple)):
@@ -119,7 +160,9 @@ def set_vec_tile_shapes(*dims):
 
 def set_cube_tile_shapes(m, k, n, enable_split_k=False):
     """Tile sizes for the matmuls that follow: m=[m0, m1], k=[k0, k1] (or [k0, k1, k2]), n=[n0, n1]. The CPU
-    code blocks its i-k-j loop nest by (m0, k0, n0)."""
+    code blocks its i-k-j loop nest by (m0, k0, n0). Validated as in the reference: positive, x0 <= x1 and
+    x1 % x0 == 0 here; at each matmul every size must be 32-byte aligned for the input dtype (16 elements for
+    fp16/bf16/fp32 — the reference's fp32 rule —, 32 for 1-byte types)."""
     op = "set_cube_tile_shapes"
     b = current(op)
     for nm, v, lens in (("m", m, (2,)), ("k", k, (2, 3)), ("n", n, (2,))):
@@ -128,10 +171,14 @@ def set_cube_tile_shapes(m, k, n, enable_split_k=False):
         for d in v:
             if isinstance(d, bool) or not isinstance(d, int) or d <= 0:
                 raise b.error(op, f"{nm} tile sizes must be positive static ints, got {v!r}")
+        # the reference's relation between the L0 and L1 tiles: 0 < x0 <= x1 and x1 % x0 == 0
+        if v[0] > v[1] or v[1] % v[0]:
+            raise b.error(op, f"{nm}: the L1 tile {nm}[1]={v[1]} must be a multiple of the L0 tile {nm}[0]={v[0]} "
+                              f"(0 < {nm}L0 <= {nm}L1 and {nm}L1 % {nm}L0 == 0), got {list(v)}")
     if not isinstance(enable_split_k, bool):
         raise b.error(op, f"enable_split_k must be a bool, got {enable_split_k!r}")
     b.cube_tile = {"m": tuple(m), "k": tuple(k), "n": tuple(n), "split_k": enable_split_k}
 
 
-__all__ = ["loop", "loop_unroll", "is_loop_begin", "is_loop_end", "min", "max", "set_vec_tile_shapes",
+__all__ = ["loop", "loop_unroll", "cond", "set_verify_golden_data", "is_loop_begin", "is_loop_end", "min", "max", "set_vec_tile_shapes",
            "set_cube_tile_shapes"]

@@ -3,12 +3,19 @@
 Every op computes on the logical (valid) region of its operands, broadcasting numpy-style. fp16/bf16 values
 are computed in float32 and rounded back to the result dtype after each op (what torch does on CPU, so
 results match torch bit for bit for IEEE-exact ops). The C++ scalar expression of each op lives in
-codegen/elementwise.py under the same name.
+codegen/templates.py (EW) under the op's template name. Rules: docs/language.md.
 """
 from __future__ import annotations
 
+from ..ir.infer import KEEPS_SCALAR, round_scalar
 from ._helpers import (DT, S, Value, check_dtype, check_operand, check_tensor, compute_dtype, current,
                        elementwise, result_dtype)
+
+
+def _torch_scalars(fn: str, args, dt):
+    """Python-number operands as torch computes with them next to an fp16/bf16 tensor (ir/infer.py)."""
+    return [x if isinstance(x, Value) or (fn, i) in KEEPS_SCALAR else round_scalar(x, dt)
+            for i, x in enumerate(args)]
 
 
 def _binary(fn: str, a, b, op: str, out_dtype=None, float_only=False):
@@ -18,52 +25,39 @@ def _binary(fn: str, a, b, op: str, out_dtype=None, float_only=False):
     if float_only and not dt.is_float:
         dt = DT.DT_FP32
     ct = compute_dtype(dt)
-    return elementwise(fn, [a, b], out_dtype or dt, (ct, ct), op)
+    return elementwise(fn, _torch_scalars(fn, [a, b], dt), out_dtype or dt, (ct, ct), op)
 
 
-def add(a, b):
-    """a + b with broadcasting; see ir/infer.py for the result dtype."""
-    return _binary("add", a, b, "add")
+def _named(fn, name: str, doc: str):
+    """Give a table-made op its public name (also in Python's own messages, e.g. a missing argument)."""
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    fn.__module__ = __name__
+    code = fn.__code__.replace(co_name=name)
+    if hasattr(code, "co_qualname"):
+        code = code.replace(co_qualname=name)
+    fn.__code__ = code
+    return fn
 
 
-def sub(a, b):
-    """a - b with broadcasting."""
-    return _binary("sub", a, b, "sub")
+def _def_binary(name: str, fn: str, doc: str, float_only=False):
+    return _named(lambda a, b: _binary(fn, a, b, name, float_only=float_only), name, doc)
 
 
-def mul(a, b):
-    """a * b with broadcasting."""
-    return _binary("mul", a, b, "mul")
-
-
-def div(a, b):
-    """True division a / b. Integer (or bool) operands give an FP32 result, as torch.div does."""
-    return _binary("div", a, b, "div", float_only=True)
-
-
-def floor_divide(a, b):
-    """a // b (floor division, torch.floor_divide). Integer division by zero yields 0."""
-    return _binary("floordiv", a, b, "floor_divide")
-
-
-def remainder(a, b):
-    """a % b with the sign of the divisor (Python / torch.remainder semantics)."""
-    return _binary("mod", a, b, "remainder")
-
-
-def pow(a, b):
-    """a ** b. Integer ** integer stays integer (negative exponents follow torch: 0 except for |a| == 1)."""
-    return _binary("pow", a, b, "pow")
-
-
-def maximum(a, b):
-    """Elementwise maximum; NaN propagates (torch.maximum)."""
-    return _binary("maximum", a, b, "maximum")
-
-
-def minimum(a, b):
-    """Elementwise minimum; NaN propagates (torch.minimum)."""
-    return _binary("minimum", a, b, "minimum")
+# name, C++ template (codegen/templates.py EW), docstring; result dtypes: docs/language.md "dtype promotion"
+add = _def_binary("add", "add", "a + b with broadcasting (a, b: tensors or scalars).")
+sub = _def_binary("sub", "sub", "a - b with broadcasting.")
+mul = _def_binary("mul", "mul", "a * b with broadcasting.")
+div = _def_binary("div", "div", "True division a / b. Integer (or bool) operands give an FP32 result, as torch.div "
+                                "does.", float_only=True)
+floor_divide = _def_binary("floor_divide", "floordiv", "a // b (torch.floor_divide, bit for bit for floats). "
+                                                       "Integer division by zero yields 0.")
+remainder = _def_binary("remainder", "mod", "a % b with the sign of the divisor (Python / torch.remainder). "
+                                            "Integer x % 0 yields 0.")
+pow = _def_binary("pow", "pow", "a ** b. Integer ** integer stays integer (a negative exponent gives 0 except for "
+                                "|a| == 1).")
+maximum = _def_binary("maximum", "maximum", "Elementwise maximum; NaN propagates (torch.maximum).")
+minimum = _def_binary("minimum", "minimum", "Elementwise minimum; NaN propagates (torch.minimum).")
 
 
 def _unary(fn: str, x, op: str, float_only=False, keep_int=False):
@@ -77,64 +71,22 @@ def _unary(fn: str, x, op: str, float_only=False, keep_int=False):
     return elementwise(fn, [x], dt, (ct,), op)
 
 
-def exp(x):
-    """e ** x. Integer inputs give FP32 (torch.exp)."""
-    return _unary("exp", x, "exp", float_only=True)
+def _def_unary(name: str, doc: str, float_only=False, keep_int=False):
+    return _named(lambda x: _unary(name, x, name, float_only=float_only, keep_int=keep_int), name, doc)
 
 
-def log(x):
-    """Natural logarithm. Integer inputs give FP32."""
-    return _unary("log", x, "log", float_only=True)
-
-
-def sqrt(x):
-    """Square root. Integer inputs give FP32."""
-    return _unary("sqrt", x, "sqrt", float_only=True)
-
-
-def rsqrt(x):
-    """1 / sqrt(x). Integer inputs give FP32."""
-    return _unary("rsqrt", x, "rsqrt", float_only=True)
-
-
-def tanh(x):
-    """Hyperbolic tangent. Integer inputs give FP32."""
-    return _unary("tanh", x, "tanh", float_only=True)
-
-
-def sigmoid(x):
-    """1 / (1 + exp(-x)). Integer inputs give FP32."""
-    return _unary("sigmoid", x, "sigmoid", float_only=True)
-
-
-def relu(x):
-    """max(x, 0) (NaN propagates)."""
-    return _unary("relu", x, "relu", keep_int=True)
-
-
-def abs(x):
-    """|x|."""
-    return _unary("abs", x, "abs", keep_int=True)
-
-
-def neg(x):
-    """-x."""
-    return _unary("neg", x, "neg", keep_int=True)
-
-
-def round(x):
-    """Round half to even (torch.round). Integers are returned unchanged (copied)."""
-    return _unary("round", x, "round")
-
-
-def floor(x):
-    """Round toward -inf."""
-    return _unary("floor", x, "floor")
-
-
-def ceil(x):
-    """Round toward +inf."""
-    return _unary("ceil", x, "ceil")
+exp = _def_unary("exp", "e ** x. Integer inputs give FP32 (torch.exp).", float_only=True)
+log = _def_unary("log", "Natural logarithm. Integer inputs give FP32.", float_only=True)
+sqrt = _def_unary("sqrt", "Square root (correctly rounded). Integer inputs give FP32.", float_only=True)
+rsqrt = _def_unary("rsqrt", "1 / sqrt(x). Integer inputs give FP32.", float_only=True)
+tanh = _def_unary("tanh", "Hyperbolic tangent. Integer inputs give FP32.", float_only=True)
+sigmoid = _def_unary("sigmoid", "1 / (1 + exp(-x)). Integer inputs give FP32.", float_only=True)
+relu = _def_unary("relu", "max(x, 0) (NaN propagates). Not for bool.", keep_int=True)
+abs = _def_unary("abs", "|x|. Not for bool.", keep_int=True)
+neg = _def_unary("neg", "-x. Not for bool.", keep_int=True)
+round = _def_unary("round", "Round half to even (torch.round). Integers are returned unchanged (copied).")
+floor = _def_unary("floor", "Round toward -inf. Integers unchanged.")
+ceil = _def_unary("ceil", "Round toward +inf. Integers unchanged.")
 
 
 def logical_not(x):
@@ -144,7 +96,8 @@ def logical_not(x):
 
 
 def clip(x, min=None, max=None):
-    """Clamp x to [min, max] (either bound may be None; bounds are scalars or tensors). NaN propagates."""
+    """Clamp x to [min, max] (either bound may be None; bounds are scalars or tensors). NaN propagates. The
+    result dtype promotes x with the bounds, as torch.clamp does (int tensor, float bound -> FP32)."""
     op = "clip"
     x = check_tensor(x, op)
     if min is None and max is None:
@@ -154,8 +107,6 @@ def clip(x, min=None, max=None):
         r = maximum(r, min)
     if max is not None:
         r = minimum(r, max)
-    if r.dtype != x.dtype:
-        r = cast(r, x.dtype)
     return r
 
 
@@ -174,38 +125,22 @@ def cast(x, dtype):
 def _compare(fn: str, a, b, op: str):
     a = check_operand(a, op, "first operand")
     b = check_operand(b, op, "second operand")
-    ct = compute_dtype(result_dtype([a, b], op))
-    return elementwise(fn, [a, b], DT.DT_BOOL, (ct, ct), op)
+    dt = result_dtype([a, b], op)
+    ct = compute_dtype(dt)
+    return elementwise(fn, _torch_scalars(fn, [a, b], dt), DT.DT_BOOL, (ct, ct), op)
 
 
-def eq(a, b):
-    """a == b -> bool mask."""
-    return _compare("eq", a, b, "eq")
+def _def_compare(name: str, sym: str):
+    return _named(lambda a, b: _compare(name, a, b, name), name,
+                  f"a {sym} b -> bool mask (compared in the promoted dtype of a and b).")
 
 
-def ne(a, b):
-    """a != b -> bool mask."""
-    return _compare("ne", a, b, "ne")
-
-
-def lt(a, b):
-    """a < b -> bool mask."""
-    return _compare("lt", a, b, "lt")
-
-
-def le(a, b):
-    """a <= b -> bool mask."""
-    return _compare("le", a, b, "le")
-
-
-def gt(a, b):
-    """a > b -> bool mask."""
-    return _compare("gt", a, b, "gt")
-
-
-def ge(a, b):
-    """a >= b -> bool mask."""
-    return _compare("ge", a, b, "ge")
+eq = _def_compare("eq", "==")
+ne = _def_compare("ne", "!=")
+lt = _def_compare("lt", "<")
+le = _def_compare("le", "<=")
+gt = _def_compare("gt", ">")
+ge = _def_compare("ge", ">=")
 
 
 def where(mask, a, b):

@@ -45,6 +45,11 @@ def view(t, shape, offsets, valid_shape=None):
     t = check_tensor(t, op)
     shape = check_int_list(shape, op, "shape")
     offsets = check_int_list(offsets, op, "offsets")
+    if any(isinstance(d, S.Sym) for d in shape):
+        raise b.error(op, f"the tile shape must be static ints, got [{', '.join(S.to_text(d) for d in shape)}]: a DYNAMIC dim (a whole "
+                          f"dynamic-shape tensor) cannot be a tile; give a static tile shape and put the dynamic "
+                          f"size in valid_shape=, e.g. pypto.view(x, [16, 64], [i * 16, 0], "
+                          f"valid_shape=[pypto.min(16, n - i * 16), 64])")
     rank = len(t.shape)
     if len(shape) != rank or len(offsets) != rank:
         raise b.error(op, f"shape and offsets must have one entry per dim of the tensor (rank {rank}); got "
@@ -213,13 +218,27 @@ def _numel(shape):
     return n
 
 
-def reshape(t, shape):
+def reshape(t, shape, valid_shape=None, inplace=False):
     """A tensor with the same elements in row-major order and a new shape (one entry may be -1).
-    A contiguous input is viewed without copying; otherwise it is copied first."""
+
+    A contiguous input is viewed without copying; otherwise it is copied first. `inplace=True` promises a
+    view: the input must be contiguous (an error otherwise) and the result aliases it, so writes through
+    the result write the input — use it for DYNAMIC inputs, whose element count is only known at run time
+    (the count is then checked when the kernel runs).
+
+    `valid_shape=` (possibly symbolic) makes `shape` the static tile that is laid out row-major and
+    `valid_shape` its logical region, like view(..., valid_shape=): e.g. a [16, 64] tile whose first v rows
+    are valid, reshape(t, [16, 8, 8], valid_shape=[v, 8, 8]). The input's tile (its static capacity) must
+    have as many elements as `shape`, and valid_shape must hold as many elements as the input's valid
+    region (both checked, at run time when symbolic)."""
     op = "reshape"
     b = current(op)
     t = check_tensor(t, op)
     shape = check_int_list(shape, op, "shape")
+    if not isinstance(inplace, bool):
+        raise b.error(op, f"inplace must be a bool, got {inplace!r}")
+    if valid_shape is not None:
+        return _reshape_tile(t, shape, check_int_list(valid_shape, op, "valid_shape"), inplace, op)
     total = _numel(t.shape)
     neg = [i for i, d in enumerate(shape) if isinstance(d, int) and d == -1]
     if len(neg) > 1:
@@ -230,12 +249,52 @@ def reshape(t, shape):
             if rest == 0 or total % rest:
                 raise b.error(op, f"cannot reshape {fmt_shape(t.shape)} into {fmt_shape(shape)}")
         shape[neg[0]] = S.floordiv(total, rest)
+    for ax, d in enumerate(shape):
+        if isinstance(d, int) and d < 0:
+            raise b.error(op, f"size {d} of dim {ax} is negative (only one -1 is allowed)")
     b.check(S.compare("==", _numel(shape), total),
             f"cannot reshape a tensor of shape {fmt_shape(t.shape)} into {fmt_shape(shape)} (element count "
             f"differs)", op)
+    if inplace and not _is_contiguous(t):
+        raise b.error(op, f"inplace=True needs a contiguous input; this one (shape {fmt_shape(t.shape)}) is a "
+                          f"strided view — drop inplace=True to copy, or pypto.clone it first")
     src = contiguous(t, op)
-    cap = tuple(d if isinstance(d, int) else None for d in shape)
+    cap = tuple(d if isinstance(d, int) else S.upper_bound(d) for d in shape)
     return b.new_view(src, src.offset, tuple(shape), cap, row_major(shape))
+
+
+def _tile_shape(t: Value):
+    """The static tile of t (its caps) when every cap is known, else its logical shape."""
+    return tuple(t.cap) if all(c is not None for c in t.cap) else tuple(t.shape)
+
+
+def _reshape_tile(t: Value, shape, valid, inplace, op):
+    b = current(op)
+    if len(valid) != len(shape):
+        raise b.error(op, f"valid_shape must have {len(shape)} entries (one per dim of shape), got "
+                          f"{fmt_shape(valid)}")
+    for ax, d in enumerate(shape):
+        if not isinstance(d, int) or d < 0:
+            raise b.error(op, f"with valid_shape, shape must be static sizes >= 0, got {fmt_shape(shape)}")
+    tile = _tile_shape(t)
+    b.check(S.compare("==", _numel(tile), _numel(shape)),
+            f"cannot reshape a tile of shape {fmt_shape(tile)} into {fmt_shape(shape)} (element count differs)",
+            op)
+    for ax, (v, d) in enumerate(zip(valid, shape)):
+        b.check(S.compare("<=", v, d), f"valid_shape {S.to_text(v)} of dim {ax} exceeds the tile shape {d}", op)
+        b.check(S.compare(">=", v, 0), f"valid_shape {S.to_text(v)} of dim {ax} is negative", op)
+    b.check(S.compare("==", _numel(valid), _numel(t.shape)),
+            f"valid_shape {fmt_shape(valid)} holds a different number of elements than the input's valid "
+            f"region {fmt_shape(t.shape)}", op)
+    laid_out = all(same_dim(s, w) for d, s, w in zip(tile, t.strides, row_major(tile))
+                   if not (isinstance(d, int) and d == 1))
+    if not laid_out:
+        if inplace:
+            raise b.error(op, f"inplace=True needs an input laid out row-major over its tile {fmt_shape(tile)}; "
+                              f"this one is a strided view")
+        tmp = b.new_temp(t.dtype, t.shape, tile)
+        t = b.op("ew", tmp, [t], fn="cast", cts=(None,), tile=b.vec_tile)
+    return b.new_view(t, t.offset, tuple(valid), tuple(shape), row_major(shape))
 
 
 def transpose(t, dim0, dim1):
@@ -252,6 +311,12 @@ def transpose(t, dim0, dim1):
     return b.new_view(t, t.offset, tuple(shape), tuple(cap), tuple(strides))
 
 
+def _pick_dims(t: Value, dims, op: str) -> Value:
+    """A view of t with the dims `dims` (in that order); the others must be of size 1."""
+    return current(op).new_view(t, t.offset, tuple(t.shape[d] for d in dims), tuple(t.cap[d] for d in dims),
+                                tuple(t.strides[d] for d in dims))
+
+
 def permute(t, dims):
     """Reorder dims (a view)."""
     op = "permute"
@@ -261,8 +326,7 @@ def permute(t, dims):
     dims = [norm_dim(d, r, lambda m: b.error(op, m)) for d in dims]
     if sorted(dims) != list(range(r)):
         raise b.error(op, f"dims {dims} are not a permutation of 0..{r - 1}")
-    return b.new_view(t, t.offset, tuple(t.shape[d] for d in dims), tuple(t.cap[d] for d in dims),
-                      tuple(t.strides[d] for d in dims))
+    return _pick_dims(t, dims, op)
 
 
 def unsqueeze(t, dim):
@@ -286,9 +350,7 @@ def squeeze(t, dim):
     t = check_tensor(t, op)
     d = norm_dim(dim, len(t.shape), lambda m: b.error(op, m))
     b.check(S.compare("==", t.shape[d], 1), f"dim {d} has size {S.to_text(t.shape[d])}, not 1", op)
-    keep = [i for i in range(len(t.shape)) if i != d]
-    return b.new_view(t, t.offset, tuple(t.shape[i] for i in keep), tuple(t.cap[i] for i in keep),
-                      tuple(t.strides[i] for i in keep))
+    return _pick_dims(t, [i for i in range(len(t.shape)) if i != d], op)
 
 
 def expand_clone(t, shape):

@@ -4,16 +4,11 @@ import torch
 
 import pypto
 
+from _multi import rand as _rand
+
 FP = [torch.float32, torch.float16, torch.bfloat16]
 
 
-def _rand(shape, dtype, lo=-3.0, hi=3.0, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    if dtype.is_floating_point:
-        return (torch.rand(shape, generator=g, dtype=torch.float64) * (hi - lo) + lo).to(dtype)
-    if dtype == torch.bool:
-        return torch.rand(shape, generator=g) > 0.5
-    return torch.randint(int(lo) * 10, int(hi) * 10 + 1, shape, generator=g, dtype=dtype)
 
 
 def _binary_kernel(fn):

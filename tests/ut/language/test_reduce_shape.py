@@ -172,7 +172,7 @@ def test_batched_matmul_and_cube_tiles():
 
     @pypto.frontend.jit
     def k(a: T, b: T, o: T):
-        pypto.set_cube_tile_shapes([8, 8], [16, 16], [8, 8])
+        pypto.set_cube_tile_shapes([16, 16], [16, 16], [16, 16])  # fp32: 16-element aligned (reference rule)
         o[:] = pypto.matmul(a, b, pypto.DT_FP32)
 
     o = torch.zeros(3, 20, 17)

@@ -1,0 +1,193 @@
+"""set_vec_tile_shapes / set_cube_tile_shapes: validated as in the reference (count, > 0, rank at use, L0/L1
+relation, 32-byte alignment of cube tiles) and used by the generated C++ — results checked against torch."""
+import re
+
+import pytest
+import torch
+
+import pypto
+from pypto.codegen import generate
+from pypto.compiler.launch import simple_request
+from pypto.errors import KernelTraceError
+from pypto.frontend.rewrite import prepare
+from pypto.frontend.signature import build_params
+from pypto.ir import trace
+
+S2 = pypto.Tensor([pypto.STATIC, pypto.STATIC], pypto.DT_FP32)
+S2H = pypto.Tensor([pypto.STATIC, pypto.STATIC], pypto.DT_FP16)
+S2I8 = pypto.Tensor([pypto.STATIC, pypto.STATIC], pypto.DT_INT8)
+S2I32 = pypto.Tensor([pypto.STATIC, pypto.STATIC], pypto.DT_INT32)
+
+
+def _source(fn, *args, **kw):
+    params = build_params(fn.__name__, fn)
+    req, _, _ = simple_request(fn.__name__, params, args, kw)
+    return generate(trace(prepare(fn, fn.__name__), req))
+
+
+def _rand(*shape, seed=0, dtype=torch.float32):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed)).to(dtype)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# vector tiles
+# ---------------------------------------------------------------------------------------------------------------
+
+def k_vec(a: S2, out: S2, tile=(8, 16)):
+    pypto.set_vec_tile_shapes(*tile)
+    out[:] = pypto.exp(a) * 2.0 + pypto.amax(a, 1, keepdim=True)
+
+
+@pytest.mark.parametrize("tile", [(8, 16), (3, 5), (1, 1, 8, 32)])
+def test_vec_tiles_block_the_generated_loops(tile):
+    a = _rand(37, 50)
+    src = _source(k_vec, a, torch.zeros(37, 50), tile=tile)
+    t0, t1 = tile[-2], tile[-1]
+    # elementwise nests: one blocking loop per tiled dim stepping by the tile size, inner loops bounded by it
+    assert re.search(rf"for \(int64_t b\d+ = 0; b\d+ < 37; b\d+ \+= {t0}\)", src)
+    assert re.search(rf"for \(int64_t b\d+ = 0; b\d+ < 50; b\d+ \+= {t1}\)", src)
+    assert re.search(rf"const int64_t e\d+ = pypto_rt::imin\(b\d+ \+ {t1}, \(int64_t\)50\);", src)
+    kj = pypto.frontend.jit(k_vec)
+    out = torch.zeros(37, 50)
+    kj(a, out, tile=tile)
+    torch.testing.assert_close(out, torch.exp(a) * 2.0 + a.amax(1, keepdim=True), rtol=1e-6, atol=1e-6)
+
+
+def test_vec_tiles_apply_to_the_ops_that_follow_in_the_scope():
+    def k(a: pypto.Tensor([pypto.DYNAMIC, 64], pypto.DT_FP32), out: pypto.Tensor([pypto.DYNAMIC, 64], pypto.DT_FP32)):
+        out[:] = a + 1.0                              # untiled
+        for i in pypto.loop(a.shape[0]):
+            pypto.set_vec_tile_shapes(1, 16)          # only inside this loop body
+            out[i:i + 1, :] = out[i:i + 1, :] * 3.0
+        out[:] = out - 2.0                            # untiled again
+
+    src = _source(k, torch.zeros(3, 64), torch.zeros(3, 64))
+    assert src.count("+= 16)") == 1
+    kj = pypto.frontend.jit(k)
+    a = _rand(3, 64)
+    out = torch.zeros(3, 64)
+    kj(a, out)
+    torch.testing.assert_close(out, (a + 1.0) * 3.0 - 2.0, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("tile,msg", [
+    ((), "expects 1 to 4 tile sizes, got 0"),
+    ((1, 2, 3, 4, 5), "expects 1 to 4 tile sizes, got 5"),
+    ((8, 0), "tile sizes must be > 0, got 0"),
+    ((8, -4), "tile sizes must be > 0, got -4"),
+    ((8, 2.5), "tile sizes must be static ints, got 2.5"),
+    ((True, 8), "tile sizes must be static ints, got True"),
+    ((16,), r"exp: set_vec_tile_shapes gave 1 tile size\(s\) \[16\], but this op works on a rank-2 tensor"),
+])
+def test_vec_tile_validation(tile, msg):
+    a = torch.zeros(4, 8)
+    with pytest.raises(KernelTraceError, match=r"kernel 'k_vec': .*" + msg):
+        _source(k_vec, a, a, tile=tile)
+
+
+def test_vec_tile_errors_through_the_public_api_leave_outputs_untouched():
+    kj = pypto.frontend.jit(k_vec)
+    out = torch.full((4, 8), 5.0)
+    with pytest.raises(KernelTraceError) as ei:
+        kj(torch.zeros(4, 8), out, tile=(4, 0))
+    assert "kernel 'k_vec': set_vec_tile_shapes: tile sizes must be > 0, got 0 (at " in str(ei.value)
+    assert "test_tiling.py:" in str(ei.value)
+    assert bool((out == 5.0).all())
+
+
+def test_symbolic_tile_size_is_rejected():
+    def k(a: pypto.Tensor([pypto.DYNAMIC, 8], pypto.DT_FP32), out: pypto.Tensor([pypto.DYNAMIC, 8], pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(a.shape[0], 8)
+        out[:] = a
+
+    with pytest.raises(KernelTraceError, match=r"set_vec_tile_shapes: tile sizes must be static ints, got "
+                                               r"x?a?\.?shape"):
+        _source(k, torch.zeros(4, 8), torch.zeros(4, 8))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# cube tiles
+# ---------------------------------------------------------------------------------------------------------------
+
+def k_mm(a: S2, b: S2, out: S2, m=(16, 32), k=(32, 64), n=(16, 16)):
+    pypto.set_cube_tile_shapes(list(m), list(k), list(n))
+    out[:] = pypto.matmul(a, b, pypto.DT_FP32)
+
+
+def test_cube_tiles_block_the_matmul():
+    a, b = _rand(40, 70, seed=1), _rand(70, 33, seed=2)
+    src = _source(k_mm, a, b, torch.zeros(40, 33))
+    assert re.search(r"for \(int64_t ib\d+ = 0; ib\d+ < 40; ib\d+ \+= 16\)", src)     # m0
+    assert re.search(r"for \(int64_t kb\d+ = 0; kb\d+ < 70; kb\d+ \+= 32\)", src)     # k0
+    assert re.search(r"for \(int64_t jb\d+ = 0; jb\d+ < 33; jb\d+ \+= 16\)", src)     # n0
+    other = _source(k_mm, a, b, torch.zeros(40, 33), m=(32, 32), k=(16, 16), n=(32, 64))
+    assert "+= 32)" in other and "kb" in other and not re.search(r"kb\d+ \+= 32\)", other)
+    kj = pypto.frontend.jit(k_mm)
+    out = torch.zeros(40, 33)
+    kj(a, b, out)
+    torch.testing.assert_close(out, a @ b, rtol=1e-5, atol=1e-4)
+
+
+def test_default_cube_tiles_without_the_call():
+    def k(a: S2, b: S2, out: S2):
+        out[:] = pypto.matmul(a, b, pypto.DT_FP32)
+
+    src = _source(k, torch.zeros(8, 8), torch.zeros(8, 8), torch.zeros(8, 8))
+    assert re.search(r"ib\d+ \+= 64\)", src) and re.search(r"kb\d+ \+= 256\)", src)
+
+
+@pytest.mark.parametrize("m,k,n,msg", [
+    ([16], [16, 16], [16, 16], r"m must be a list of 2 ints, got \[16\]"),
+    ([16, 16], [16, 16, 16, 16], [16, 16], r"k must be a list of 2 or 3 ints"),
+    ([16, 16], [16, 16], [0, 16], r"n tile sizes must be positive static ints, got \[0, 16\]"),
+    ([32, 16], [16, 16], [16, 16], r"m: the L1 tile m\[1\]=16 must be a multiple of the L0 tile m\[0\]=32"),
+    ([16, 48], [32, 40], [16, 16], r"k: the L1 tile k\[1\]=40 must be a multiple of the L0 tile k\[0\]=32"),
+])
+def test_cube_tile_validation(m, k, n, msg):
+    z = torch.zeros(16, 16)
+    with pytest.raises(KernelTraceError, match=r"kernel 'k_mm': set_cube_tile_shapes: " + msg):
+        _source(k_mm, z, z, z, m=m, k=k, n=n)
+
+
+@pytest.mark.parametrize("sig,dtype,m,k,n,bad", [
+    ("f32", torch.float32, (8, 8), (16, 16), (16, 16), "m tile 8"),     # fp32: 16 elements (reference rule)
+    ("f16", torch.float16, (16, 16), (24, 48), (16, 16), "k tile 24"),  # fp16: 16 elements = 32 bytes
+    ("i8", torch.int8, (32, 32), (32, 32), (16, 32), "n tile 16"),     # int8: 32 elements = 32 bytes
+])
+def test_cube_tile_alignment_is_checked_at_the_matmul(sig, dtype, m, k, n, bad):
+    ann = {"f32": S2, "f16": S2H, "i8": S2I8}[sig]
+    out_ann = S2I32 if sig == "i8" else S2
+    out_dt = pypto.DT_INT32 if sig == "i8" else pypto.DT_FP32
+
+    def k_al(a: ann, b: ann, out: out_ann):
+        pypto.set_cube_tile_shapes(list(m), list(k), list(n))
+        out[:] = pypto.matmul(a, b, out_dt)
+
+    z = torch.zeros(8, 8, dtype=dtype)
+    zo = torch.zeros(8, 8, dtype=torch.int32 if sig == "i8" else torch.float32)
+    with pytest.raises(KernelTraceError) as ei:
+        _source(k_al, z, z, zo)
+    msg = str(ei.value)
+    assert "kernel 'k_al': matmul: set_cube_tile_shapes: " + bad + " is not aligned" in msg
+    assert "32-byte alignment" in msg and "test_tiling.py:" in msg
+
+
+def test_aligned_cube_tiles_for_fp16_and_int8_compute_exactly():
+    def k16(a: S2H, b: S2H, out: S2):
+        pypto.set_cube_tile_shapes([16, 32], [16, 16], [16, 16])
+        out[:] = pypto.matmul(a, b, pypto.DT_FP32)
+
+    def k8(a: S2I8, b: S2I8, out: S2I32):
+        pypto.set_cube_tile_shapes([32, 32], [32, 64], [32, 32])
+        out[:] = pypto.matmul(a, b, pypto.DT_INT32)
+
+    a, b = _rand(20, 40, seed=3, dtype=torch.float16), _rand(40, 24, seed=4, dtype=torch.float16)
+    out = torch.zeros(20, 24)
+    pypto.frontend.jit(k16)(a, b, out)
+    torch.testing.assert_close(out, a.float() @ b.float(), rtol=1e-5, atol=1e-4)
+    g = torch.Generator().manual_seed(5)
+    ai = torch.randint(-100, 100, (33, 70), generator=g, dtype=torch.int8)
+    bi = torch.randint(-100, 100, (70, 9), generator=g, dtype=torch.int8)
+    oi = torch.zeros(33, 9, dtype=torch.int32)
+    pypto.frontend.jit(k8)(ai, bi, oi)
+    assert torch.equal(oi, (ai.long() @ bi.long()).int())

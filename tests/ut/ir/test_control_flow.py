@@ -1,0 +1,650 @@
+"""Control flow: every pypto.loop form, unroll_list (main + remainder loops), loop_unroll, parallel loops,
+is_loop_begin/end, kernel-level if/elif/else and pypto.cond, trace-time Python control flow, helpers, and the
+errors for break/continue/return (with and without source) — every result compared with torch."""
+import re
+
+import pytest
+import torch
+
+import pypto
+from pypto.codegen import generate
+from pypto.compiler.launch import simple_request
+from pypto.errors import KernelTraceError
+from pypto.frontend.rewrite import prepare
+from pypto.frontend.signature import build_params
+from pypto.ir import trace
+
+F32 = pypto.DT_FP32
+D4 = pypto.Tensor([pypto.DYNAMIC, 4], F32)
+I32 = pypto.Scalar[pypto.DT_INT32]
+
+
+def _rand(*shape, seed=0):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+
+
+def _ir_and_source(fn, *args, options=None, **kw):
+    params = build_params(fn.__name__, fn)
+    req, _, _ = simple_request(fn.__name__, params, args, kw, options)
+    k = trace(prepare(fn, fn.__name__), req)
+    return str(k), generate(k)
+
+
+def _untouched(t, fill):
+    return bool((t == fill).all())
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# pypto.loop forms
+# ---------------------------------------------------------------------------------------------------------------
+
+@pypto.frontend.jit
+def k_loop_forms(x: D4, out: D4, lo: I32):
+    n = x.shape[0]
+    for i in pypto.loop(n):                      # stop only (symbolic)
+        out[i:i + 1, :] = x[i:i + 1, :]
+    for i in pypto.loop(lo, n, name="from_lo"):  # start, stop (runtime scalar start)
+        out[i:i + 1, :] = out[i:i + 1, :] + 1.0
+    for i in pypto.loop(0, n, 2):                # positive step
+        out[i:i + 1, :] = out[i:i + 1, :] * 2.0
+    for i in pypto.loop(n - 1, -1, -3):          # negative step, symbolic start
+        out[i:i + 1, :] = out[i:i + 1, :] - 10.0
+
+
+@pytest.mark.parametrize("n,lo", [(1, 0), (5, 2), (8, 8), (11, 3)])
+def test_loop_forms(n, lo):
+    x = _rand(n, 4, seed=n)
+    out = torch.zeros(n, 4)
+    k_loop_forms(x, out, lo)
+    ref = x.clone()
+    ref[lo:] += 1.0
+    ref[0::2] *= 2.0
+    ref[list(range(n - 1, -1, -3))] -= 10.0
+    assert torch.equal(out, ref)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# unroll_list: unrolled main loops + remainder loop
+# ---------------------------------------------------------------------------------------------------------------
+
+def k_unroll(x: D4, out: D4):
+    n = x.shape[0]
+    for i in pypto.loop(0, n, 1, unroll_list=[4, 2]):
+        out[i:i + 1, :] = pypto.exp(x[i:i + 1, :]) + 1.0
+
+
+k_unroll_jit = pypto.frontend.jit(k_unroll)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 4, 5, 7, 8, 13])
+def test_unroll_list_covers_every_iteration_once(n):
+    x = _rand(n, 4, seed=n)
+    out = torch.full((n, 4), -5.0)
+    k_unroll_jit(x, out)
+    torch.testing.assert_close(out, torch.exp(x) + 1.0, rtol=1e-6, atol=1e-6)
+
+
+def test_unroll_list_generates_main_and_remainder_loops():
+    ir, src = _ir_and_source(k_unroll, torch.zeros(5, 4), torch.zeros(5, 4))
+    assert "unrolled loop(0, x.shape[0], 1)" in ir
+    # one sub-loop per factor, largest first; the factor-4 body is traced 4 times (i, i+1, i+2, i+3)
+    assert src.index("// unroll factor 4") < src.index("// unroll factor 2") < \
+        src.index("// unroll factor 1 (remainder loop)")
+    f4 = src[src.index("// unroll factor 4"):src.index("// unroll factor 2")]
+    assert f4.count("pypto_rt::exp_") == 4
+    assert "/ 4;" in f4 and "/ 2;" in src and "/ 1;" in src
+
+
+@pypto.frontend.jit
+def k_loop_unroll(x: D4, out: D4):
+    n = x.shape[0]
+    for i, f in pypto.loop_unroll(0, n, 1, unroll_list=[1, 4, 2, 4]):
+        v = pypto.view(x, [f, 4], [i, 0])
+        out[i:i + f, :] = v * float(f)
+
+
+@pytest.mark.parametrize("n", [1, 3, 6, 7, 9, 16])
+def test_loop_unroll_yields_index_and_factor(n):
+    x = _rand(n, 4, seed=n)
+    out = torch.zeros(n, 4)
+    k_loop_unroll(x, out)
+    factors, left = [], n
+    for f in (4, 2, 1):          # sorted, de-duplicated, largest first
+        factors += [f] * (left // f * f)
+        left -= left // f * f
+    torch.testing.assert_close(out, x * torch.tensor(factors, dtype=torch.float32)[:, None], rtol=0, atol=0)
+
+
+def test_unroll_list_is_validated():
+    def k_bad(x: D4, out: D4):
+        for i in pypto.loop(0, x.shape[0], 1, unroll_list=[4, 0]):
+            out[i:i + 1, :] = x[i:i + 1, :]
+
+    with pytest.raises(KernelTraceError, match=r"k_bad.*loop: unroll_list must be a list of positive ints, got "
+                                               r"\[4, 0\]"):
+        _ir_and_source(k_bad, torch.zeros(2, 4), torch.zeros(2, 4))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# parallel loops
+# ---------------------------------------------------------------------------------------------------------------
+
+def _par_body(x: pypto.Tensor([pypto.DYNAMIC, 64], F32), out: pypto.Tensor([pypto.DYNAMIC, 64], F32)):
+    n = x.shape[0]
+    for i in pypto.loop(0, (n + 7) // 8, parallel=True):
+        v = pypto.view(x, [8, 64], [i * 8, 0], valid_shape=[pypto.min(8, n - i * 8), 64])
+        r = pypto.sum(pypto.exp(v) * v, 1, keepdim=True) + v
+        pypto.assemble(r, [i * 8, 0], out)
+
+
+k_par1 = pypto.frontend.jit(_par_body, runtime_options={"device_sched_parallelism": 1})
+k_par8 = pypto.frontend.jit(_par_body, runtime_options={"device_sched_parallelism": 8})
+
+
+@pytest.mark.parametrize("n", [1, 8, 61, 200])
+def test_parallel_loop_matches_serial_and_torch(n):
+    x = _rand(n, 64, seed=n)
+    o1, o8 = torch.zeros(n, 64), torch.zeros(n, 64)
+    k_par1(x, o1)
+    k_par8(x, o8)
+    assert torch.equal(o1, o8)             # bit-identical: iterations are independent
+    ref = (torch.exp(x) * x).sum(1, keepdim=True) + x
+    torch.testing.assert_close(o8, ref, rtol=1e-5, atol=1e-4)
+
+
+_PROBE = r"""
+#define PYPTO_RT_THREADS 1
+#include <pypto/kernel_abi.h>
+#include <pypto/kernel_rt.h>
+extern "C" __attribute__((visibility("default"))) int pypto_entry(const PyptoTensorArg*, const PyptoScalarArg*,
+                                                                  PyptoLaunchContext*) { return 0; }
+extern "C" __attribute__((visibility("default"))) int probe(int64_t n, int32_t nt, uint64_t* ids) {
+  return pypto_rt::parallel_for(n, nt, [&](int64_t k) -> int {
+    ids[k] = (uint64_t)pthread_self();
+    for (volatile int spin = 0; spin < 200000; ++spin) {}
+    return 0;
+  });
+}
+"""
+
+
+@pytest.mark.parametrize("n,threads,expected", [(64, 1, 1), (64, 4, 4), (64, 8, 8), (3, 8, 3), (0, 4, 0)])
+def test_parallel_for_uses_up_to_num_threads(n, threads, expected):
+    """The generated parallel loop dispatches through pypto_rt::parallel_for(count, ctx->num_threads, ...)
+    (ctx->num_threads = runtime_options['device_sched_parallelism']): it must really use that many threads."""
+    import ctypes
+
+    from pypto.compiler import compile_source
+
+    lib = ctypes.CDLL(compile_source(_PROBE, None, "probe")[0])
+    ids = (ctypes.c_uint64 * max(n, 1))()
+    assert lib.probe(ctypes.c_int64(n), ctypes.c_int32(threads), ids) == 0
+    assert len({ids[k] for k in range(n)}) == expected
+    _, src = _ir_and_source(_par_body, torch.zeros(16, 64), torch.zeros(16, 64))
+    assert "#define PYPTO_RT_THREADS 1" in src
+    assert re.search(r"pypto_rt::parallel_for\(cnt\d+, ctx->num_threads, ", src)
+
+
+def _heavy_par(a: pypto.Tensor([pypto.STATIC, pypto.STATIC], F32), b: pypto.Tensor([pypto.STATIC, pypto.STATIC], F32),
+               out: pypto.Tensor([pypto.STATIC, pypto.STATIC], F32)):
+    for i in pypto.loop(0, 8, parallel=True):
+        v = pypto.view(a, [128, 512], [i * 128, 0])
+        r = pypto.matmul(pypto.matmul(v, b, pypto.DT_FP32), b, pypto.DT_FP32)
+        pypto.assemble(r, [i * 128, 0], out)
+
+
+@pytest.mark.parametrize("parallelism", [1, 3, 6])
+def test_parallel_loop_uses_device_sched_parallelism_threads(parallelism):
+    """End to end: while the kernel runs (the native core releases the GIL for big tensors) a watcher thread
+    counts this process's threads: the kernel adds exactly device_sched_parallelism - 1 workers."""
+    import os
+    import threading
+
+    k = pypto.frontend.jit(_heavy_par, runtime_options={"device_sched_parallelism": parallelism})
+    a, b = _rand(1024, 512, seed=1) * 0.05, _rand(512, 512, seed=2) * 0.05
+    out = torch.zeros(1024, 512)
+    k(a, b, out)                                   # build first
+    torch.testing.assert_close(out, (a @ b) @ b, rtol=1e-4, atol=1e-4)
+    stop, seen = threading.Event(), [0]
+
+    def watch():
+        while not stop.is_set():
+            seen[0] = max(seen[0], len(os.listdir("/proc/self/task")))
+
+    base = len(os.listdir("/proc/self/task")) + 1  # + the watcher
+    w = threading.Thread(target=watch)
+    w.start()
+    try:
+        for _ in range(20):
+            k(a, b, out)
+            if seen[0] - base >= parallelism - 1 and parallelism > 1:
+                break
+    finally:
+        stop.set()
+        w.join()
+    assert seen[0] - base == parallelism - 1
+
+
+def test_parallel_unrolled_loop():
+    @pypto.frontend.jit(runtime_options={"device_sched_parallelism": 4})
+    def k(x: D4, out: D4):
+        for i in pypto.loop(0, x.shape[0], 1, unroll_list=[3], parallel=True):
+            out[i:i + 1, :] = x[i:i + 1, :] * 3.0 - 1.0
+
+    for n in (2, 3, 10):
+        x = _rand(n, 4, seed=n)
+        out = torch.zeros(n, 4)
+        k(x, out)
+        assert torch.equal(out, x * 3.0 - 1.0)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# is_loop_begin / is_loop_end
+# ---------------------------------------------------------------------------------------------------------------
+
+@pypto.frontend.jit
+def k_begin_end(x: D4, out: D4, step: int = 1):
+    n = x.shape[0]
+    for i in pypto.loop(0, n, step):
+        if pypto.cond(pypto.is_loop_begin(i)):
+            out[i:i + 1, :] = x[i:i + 1, :] + 100.0
+        elif pypto.is_loop_end(i):
+            out[i:i + 1, :] = x[i:i + 1, :] - 100.0
+        else:
+            out[i:i + 1, :] = x[i:i + 1, :]
+
+
+@pytest.mark.parametrize("n,step", [(1, 1), (2, 1), (6, 1), (7, 3), (9, 2)])
+def test_is_loop_begin_and_end(n, step):
+    x = _rand(n, 4, seed=n)
+    out = torch.zeros(n, 4)
+    k_begin_end(x, out, step)
+    idx = list(range(0, n, step))
+    ref = torch.zeros(n, 4)
+    for j, i in enumerate(idx):
+        ref[i] = x[i] + 100.0 if j == 0 else (x[i] - 100.0 if j == len(idx) - 1 else x[i])
+    assert torch.equal(out, ref)
+
+
+def test_is_loop_begin_and_end_in_unrolled_copies():
+    @pypto.frontend.jit
+    def k(x: D4, out: D4):
+        for i in pypto.loop(0, x.shape[0], 1, unroll_list=[2]):
+            out[i:i + 1, :] = x[i:i + 1, :]
+            if pypto.is_loop_begin(i):
+                out[i:i + 1, :] = x[i:i + 1, :] * 0.0
+            if pypto.is_loop_end(i):
+                out[i:i + 1, :] = x[i:i + 1, :] * 10.0
+
+    for n in (2, 5, 6):
+        x = _rand(n, 4, seed=n)
+        out = torch.zeros(n, 4)
+        k(x, out)
+        ref = x.clone()
+        ref[0] = 0.0
+        ref[-1] = x[-1] * 10.0
+        assert torch.equal(out, ref)
+
+
+def test_is_loop_begin_rejects_other_values():
+    def k_bad(x: D4, out: D4):
+        n = x.shape[0]
+        if pypto.is_loop_begin(n):
+            out[:] = x
+
+    with pytest.raises(KernelTraceError, match=r"k_bad.*is_loop_begin: expects the index of a pypto.loop, got "
+                                               r"x\.shape\[0\]"):
+        _ir_and_source(k_bad, torch.zeros(2, 4), torch.zeros(2, 4))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# kernel-level if / elif / else and pypto.cond
+# ---------------------------------------------------------------------------------------------------------------
+
+@pypto.frontend.jit
+def k_branches(x: D4, out: D4, lim: I32):
+    n = x.shape[0]
+    if n > 4:                                     # symbolic (a DYNAMIC dim): a kernel branch
+        out[:] = x * 2.0
+    else:
+        out[:] = x * -1.0
+    for i in pypto.loop(n):
+        r = x[i:i + 1, :]
+        if i < lim:
+            out[i:i + 1, :] = out[i:i + 1, :] + pypto.exp(r)
+        elif pypto.cond(i == lim):
+            out[i:i + 1, :] = r + 1000.0
+        elif i % 2 == 0:
+            if i > lim + 2:                       # nested branch
+                out[i:i + 1, :] = r * 0.0
+        else:
+            out[i:i + 1, :] = r - 7.0
+
+
+def _branches_ref(x, lim):
+    n = x.shape[0]
+    out = x * 2.0 if n > 4 else x * -1.0
+    for i in range(n):
+        if i < lim:
+            out[i] = out[i] + torch.exp(x[i])
+        elif i == lim:
+            out[i] = x[i] + 1000.0
+        elif i % 2 == 0:
+            if i > lim + 2:
+                out[i] = 0.0
+        else:
+            out[i] = x[i] - 7.0
+    return out
+
+
+@pytest.mark.parametrize("n,lim", [(3, 1), (4, 0), (9, 2), (12, 5), (6, 99), (7, -1)])
+def test_symbolic_if_elif_else(n, lim):
+    x = _rand(n, 4, seed=n + 31 * lim)
+    out = torch.zeros(n, 4)
+    k_branches(x, out, lim)
+    torch.testing.assert_close(out, _branches_ref(x, lim), rtol=1e-6, atol=1e-6)
+    assert k_branches.cache_info()["specializations"] == 1     # one kernel: branches decided at run time
+
+
+def test_symbolic_if_becomes_a_cpp_branch():
+    def k(x: D4, out: D4):
+        if x.shape[0] > 4:
+            out[:] = x * 2.0
+        else:
+            out[:] = x
+
+    ir, src = _ir_and_source(k, torch.zeros(5, 4), torch.zeros(5, 4))
+    assert "if (x.shape[0] > 4):" in ir and "else:" in ir
+    assert "if ((p_x_d0 > 4)) {" in src and "} else {" in src
+
+
+def test_concrete_if_and_python_loops_are_resolved_at_trace_time():
+    def k(x: pypto.Tensor([pypto.STATIC, 4], F32), out: pypto.Tensor([pypto.STATIC, 4], F32), mode: str = "a"):
+        if mode == "a":
+            out[:] = x + 1.0
+        elif x.shape[0] > 3:                      # static dim: a Python bool
+            out[:] = x * 3.0
+        else:
+            out[:] = x
+        for j in range(2):                        # unrolled at trace time
+            if j == 1:
+                out[:] = out[:] * 2.0
+        w = 0
+        while w < 2:
+            w += 1
+            out[:] = out[:] - 0.5
+
+    ir, src = _ir_and_source(k, torch.zeros(5, 4), torch.zeros(5, 4), mode="b")
+    assert " if " not in ir and "if (" not in src.split("kernel_body")[1].replace("if (!", "")
+    kj = pypto.frontend.jit(k)
+    for mode, rows in (("a", 5), ("b", 5), ("b", 2)):
+        x = _rand(rows, 4, seed=rows)
+        out = torch.zeros(rows, 4)
+        kj(x, out, mode)
+        base = x + 1.0 if mode == "a" else (x * 3.0 if rows > 3 else x)
+        assert torch.equal(out, base * 2.0 - 0.5 - 0.5)
+
+
+def test_names_after_a_kernel_branch():
+    """A name bound alike in both branches keeps its value; a tensor that differs cannot be used after."""
+    @pypto.frontend.jit
+    def k_same(x: D4, out: D4):
+        scale = 3.0
+        if x.shape[0] > 2:
+            scale = 3.0                 # same value in both branches: usable after the if
+            out[:] = x
+        else:
+            out[:] = x * 0.0
+        out[:] = out * scale
+
+    for n in (1, 5):
+        x = _rand(n, 4, seed=n)
+        out = torch.zeros(n, 4)
+        k_same(x, out)
+        assert torch.equal(out, (x if n > 2 else x * 0.0) * 3.0)
+
+    def k_diff(x: D4, out: D4):
+        if x.shape[0] > 2:
+            y = x * 2.0
+        else:
+            y = x
+        out[:] = y
+
+    with pytest.raises(KernelTraceError, match=r"k_diff.*`y` gets a different tensor in each branch of the "
+                                               r"kernel-level `if` at .*test_control_flow.py:\d+"):
+        _ir_and_source(k_diff, torch.zeros(3, 4), torch.zeros(3, 4))
+
+    def k_one(x: D4, out: D4):
+        if x.shape[0] > 2:
+            z = x + 1.0
+        out[:] = z  # noqa: F821
+
+    with pytest.raises(KernelTraceError, match=r"k_one.*`z` is assigned in only one branch"):
+        _ir_and_source(k_one, torch.zeros(3, 4), torch.zeros(3, 4))
+
+
+def test_tensor_from_a_branch_used_later_is_an_error():
+    def k_leak(x: D4, out: D4):
+        keep = [None]
+        if x.shape[0] > 2:
+            keep[0] = x * 2.0           # mutating a list hides the rebinding from the merge
+        out[:] = keep[0]
+
+    with pytest.raises(KernelTraceError, match=r"k_leak.*computed inside a kernel branch .* used outside it"):
+        _ir_and_source(k_leak, torch.zeros(3, 4), torch.zeros(3, 4))
+
+
+def test_cond_validates_its_argument():
+    def k_bad(x: D4, out: D4):
+        if pypto.cond(x):
+            out[:] = x
+
+    with pytest.raises(KernelTraceError, match=r"k_bad.*cond: expects a symbolic or concrete scalar condition, "
+                                               r"got Value"):
+        _ir_and_source(k_bad, torch.zeros(3, 4), torch.zeros(3, 4))
+
+
+def test_break_inside_a_kernel_branch_is_an_error():
+    def k_brk(x: D4, out: D4):
+        for j in range(3):
+            if x.shape[0] > j:
+                break
+        out[:] = x
+
+    with pytest.raises(KernelTraceError, match=r"k_brk.*`break` inside a kernel-level branch .*test_control_flow"
+                                               r"\.py:\d+\) is not supported"):
+        _ir_and_source(k_brk, torch.zeros(3, 4), torch.zeros(3, 4))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# helpers
+# ---------------------------------------------------------------------------------------------------------------
+
+def _inner(v, s):
+    return pypto.exp(v) * s
+
+
+def _outer(v):
+    return _inner(v, 2.0) + _inner(v, -1.0)
+
+
+def test_helpers_and_nested_helpers_are_inlined():
+    @pypto.frontend.jit
+    def k(x: D4, out: D4):
+        for i in pypto.loop(x.shape[0]):
+            out[i:i + 1, :] = _outer(x[i:i + 1, :])
+
+    x = _rand(5, 4)
+    out = torch.zeros(5, 4)
+    k(x, out)
+    torch.testing.assert_close(out, torch.exp(x) * 2.0 + torch.exp(x) * -1.0, rtol=1e-6, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# break / continue / return inside pypto.loop
+# ---------------------------------------------------------------------------------------------------------------
+
+_SOURCE_LESS = '''
+import pypto
+T = pypto.Tensor([pypto.DYNAMIC, 4], pypto.DT_FP32)
+
+def k_break(x: T, out: T):
+    for i in pypto.loop(x.shape[0]):
+        out[i:i + 1, :] = x[i:i + 1, :]
+        break
+
+def k_continue(x: T, out: T):
+    for i in pypto.loop(x.shape[0]):
+        for j in range(2):
+            if j == 0:
+                continue          # legal: a Python loop
+        out[i:i + 1, :] = x[i:i + 1, :]
+        if x.shape[1] == 4:       # a static dim: a Python bool
+            continue
+        out[i:i + 1, :] = x[i:i + 1, :] * 2.0
+
+def k_return(x: T, out: T):
+    for i in pypto.loop(x.shape[0]):
+        out[i:i + 1, :] = x[i:i + 1, :]
+        return
+
+def k_fine(x: T, out: T):
+    for i in pypto.loop(x.shape[0]):
+        for j in range(3):
+            if j == 1:
+                continue
+            if j == 2:
+                break
+        out[i:i + 1, :] = x[i:i + 1, :] * 2.0
+    for i in pypto.loop(x.shape[0]):      # bodies ending in if/else, try/except, a nested loop
+        if x.shape[1] == 4:
+            out[i:i + 1, :] = out[i:i + 1, :] + 1.0
+        else:
+            out[i:i + 1, :] = out[i:i + 1, :]
+    for i in pypto.loop(x.shape[0]):
+        try:
+            out[i:i + 1, :] = out[i:i + 1, :] - 1.0
+        except ZeroDivisionError:
+            pass
+    for i in pypto.loop(x.shape[0]):
+        for jj in range(1):
+            out[i:i + 1, :] = out[i:i + 1, :] * 1.0
+'''
+
+
+def _exec_kernels():
+    g = {}
+    exec(compile(_SOURCE_LESS, "<exec-kernels>", "exec"), g)
+    return g
+
+
+@pytest.mark.parametrize("name,what,line", [("k_break", "break", 8), ("k_continue", "continue", 17),
+                                            ("k_return", "return", 23)])
+@pytest.mark.parametrize("source", [True, False])
+def test_control_transfer_out_of_a_pypto_loop(name, what, line, source):
+    if source:   # rewritten from the source (defined in a temporary module file)
+        import importlib.util
+        import sys
+        import tempfile
+
+        d = tempfile.mkdtemp()
+        path = f"{d}/cf_{name}.py"
+        with open(path, "w") as f:
+            f.write(_SOURCE_LESS)
+        spec = importlib.util.spec_from_file_location(f"cf_{name}", path)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = mod
+        spec.loader.exec_module(mod)
+        fn, where = getattr(mod, name), f"cf_{name}.py:{line}"
+    else:        # exec'd: no source; found from the trace (break/return) and the bytecode (continue)
+        fn, where = _exec_kernels()[name], "<exec-kernels>:"
+    k = pypto.frontend.jit(fn)
+    x = _rand(3, 4)
+    out = torch.full((3, 4), -3.0)
+    with pytest.raises(KernelTraceError) as ei:
+        k(x, out)
+    msg = str(ei.value)
+    assert f"kernel '{name}'" in msg and where in msg and "not supported" in msg
+    assert f"`{what}`" in msg or (not source and what in ("break", "return") and "`break` / `return`" in msg)
+    if not source and what == "continue":
+        assert f"<exec-kernels>:{line}" in msg
+    assert _untouched(out, -3.0)
+
+
+def test_python_loop_control_inside_a_pypto_loop_is_fine_without_source():
+    k = pypto.frontend.jit(_exec_kernels()["k_fine"])
+    x = _rand(4, 4)
+    out = torch.zeros(4, 4)
+    k(x, out)
+    torch.testing.assert_close(out, (x * 2.0 + 1.0) - 1.0, rtol=0, atol=0)
+
+
+def test_return_inside_a_pypto_loop_of_a_helper():
+    def helper(x, out):
+        for i in pypto.loop(x.shape[0]):
+            out[i:i + 1, :] = x[i:i + 1, :]
+            return
+
+    @pypto.frontend.jit
+    def k(x: D4, out: D4):
+        helper(x, out)
+
+    out = torch.full((2, 4), 9.0)
+    with pytest.raises(KernelTraceError, match=r"kernel 'k': `break` / `return` inside a pypto.loop body is not "
+                                               r"supported \(the loop at .*test_control_flow.py:\d+ was left"):
+        k(_rand(2, 4), out)
+    assert _untouched(out, 9.0)
+
+
+def test_dynamic_tensor_as_a_tile_is_an_error():
+    @pypto.frontend.jit
+    def k_tile(x: D4, out: D4):
+        out[:] = pypto.view(x, [x.shape[0], 4], [0, 0])
+
+    out = torch.full((3, 4), 2.0)
+    with pytest.raises(KernelTraceError) as ei:
+        k_tile(_rand(3, 4), out)
+    msg = str(ei.value)
+    assert "kernel 'k_tile'" in msg and "view: the tile shape must be static ints, got [x.shape[0], 4]" in msg
+    assert "valid_shape=" in msg and re.search(r"test_control_flow.py:\d+", msg)
+    assert _untouched(out, 2.0)
+
+
+def test_exec_kernels_really_have_no_source():
+    # the source-less cases above are not rewritten: their errors come from the trace / bytecode checks
+    for name in ("k_break", "k_continue", "k_return"):
+        pk = prepare(_exec_kernels()[name])
+        assert pk.factory is None and pk.notes == ["source unavailable: no rewriting"]
+
+
+def test_reference_loop_keywords():
+    @pypto.frontend.jit
+    def k(x: D4, out: D4):
+        for b_idx in pypto.loop(0, x.shape[0], 1, name="LOOP_L0_bIdx", idx_name="b_idx", submit_before_loop=True):
+            out[b_idx:b_idx + 1, :] = x[b_idx:b_idx + 1, :] + 2.0
+        for i, f in pypto.loop_unroll(0, x.shape[0], 1, name="LOOP_U", idx_name="u_idx", unroll_list=[2]):
+            out[i:i + f, :] = out[i:i + f, :] * 3.0
+
+    x = _rand(5, 4)
+    out = torch.zeros(5, 4)
+    k(x, out)
+    assert torch.equal(out, (x + 2.0) * 3.0)
+    ir, _ = _ir_and_source(k.__wrapped__, x, out)
+    assert "for b_idx in loop(0, x.shape[0], 1):" in ir and "x2 u_idx_x2:" in ir
+
+
+def test_branches_inside_parallel_loops_with_bounds_checks():
+    @pypto.frontend.jit(runtime_options={"device_sched_parallelism": 4}, debug_options={"runtime_debug_mode": 4})
+    def k(x: D4, out: D4, lim: I32):
+        for i in pypto.loop(0, x.shape[0], 1, unroll_list=[2], parallel=True):
+            if i < lim:
+                out[i:i + 1, :] = pypto.exp(x[i:i + 1, :])
+            else:
+                out[i:i + 1, :] = x[i:i + 1, :] * -1.0
+
+    for n, lim in ((1, 0), (7, 3), (16, 9)):
+        x = _rand(n, 4, seed=n)
+        out = torch.zeros(n, 4)
+        k(x, out, lim)
+        ref = torch.where(torch.arange(n)[:, None] < lim, torch.exp(x), -x)
+        torch.testing.assert_close(out, ref, rtol=1e-6, atol=1e-6)
