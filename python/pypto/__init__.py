@@ -29,5 +29,6 @@ from .frontend import jit
 from .frontend.dtypes import (DT_BF16, DT_BOOL, DT_FP16, DT_FP32, DT_FP64, DT_INT8, DT_INT16, DT_INT32,
                               DT_INT64, DT_UINT8, DataType)
 from . import frontend
+from . import export  # pypto.export([kernels], dir, examples=...): AOT bundles for the C++ runtime
 from .language import *  # noqa: F401,F403  the kernel language: ops, loop, tiling
 

@@ -52,6 +52,8 @@ class JITKernel:
         self._lock = threading.Lock()
         self._inflight: dict[bytes, _InFlight] = {}
         self._native_ref = None
+        self.last_stage = None    # StageResult of the last build stopped by host_options.compile_stage
+        self.last_verify = None   # StageReports of the last verify_options check
 
     # -- the native parameter table ------------------------------------------------------------------------
     def native_params(self) -> list[tuple]:
@@ -139,13 +141,17 @@ class JITKernel:
         ensure_installed()  # once per process: the fast torch.Tensor reader for the calls that follow
 
         request = self.spec_request(args, meta)
+        stage = self.options.host["compile_stage"]
+        if stage != _options.CompileStage.ALL_COMPLETE:
+            from ..compiler.launch import build_until
+
+            self.last_stage = build_until(self.prepared, request, stage)  # trace / C++ / .so, as asked
+            self._dump(self.last_stage)
+            return None  # stop after the requested stage: nothing is launched
         t0 = time.perf_counter()
         result = build(self.prepared, request)
         seconds = result.compile_seconds if result.compile_seconds else time.perf_counter() - t0
         self._dump(result)
-        stage = self.options.host["compile_stage"]
-        if stage != _options.CompileStage.ALL_COMPLETE:
-            return None  # stop after the requested stage: nothing is launched
         written = 0
         for i in result.written:
             written |= 1 << i
@@ -155,16 +161,20 @@ class JITKernel:
 
     def _dump(self, result) -> None:
         dbg = self.options.debug
-        if not dbg.get("compile_debug_mode") or not dbg.get("dump_dir"):
+        if not dbg.get("compile_debug_mode"):
             return
         import os
 
-        os.makedirs(dbg["dump_dir"], exist_ok=True)
-        stem = os.path.join(dbg["dump_dir"], f"{self.name}_{os.path.basename(result.library).split('.')[0]}")
+        ddir = dbg.get("dump_dir") or os.path.join(os.getcwd(), "pypto_dump")
+        os.makedirs(ddir, exist_ok=True)
+        lib = getattr(result, "library", None)
+        tag = os.path.basename(lib).split('.')[0] if lib else getattr(result, "stage", "partial")
+        stem = os.path.join(ddir, f"{self.name}_{tag}")
         with open(stem + ".ir.txt", "w") as f:
             f.write(result.ir_text)
-        with open(stem + ".cpp", "w") as f:
-            f.write(result.source)
+        if getattr(result, "source", None):
+            with open(stem + ".cpp", "w") as f:
+                f.write(result.source)
 
     # -- introspection (reached through the native object's attribute fallback) ----------------------------
     def explain(self, *args, **kwargs) -> str:
@@ -172,6 +182,13 @@ class JITKernel:
         from .explain import explain
 
         return explain(self, self._native_ref(), args, kwargs)
+
+    def export(self, directory, *examples):
+        """Write an AOT bundle for the C++ runtime (docs/embedding.md): compiles each example (a tuple of args,
+        or an (args, kwargs) pair) and copies its library; no examples: the existing specializations."""
+        from ..export import export_kernel
+
+        return export_kernel(self, directory, examples)
 
     def __repr__(self) -> str:
         return f"<pypto kernel frontend '{self.name}'>"
@@ -195,6 +212,10 @@ def _make(fn, groups: dict[str, Any]):
 
     front._native_ref = weakref.ref(native)
     functools.update_wrapper(native, fn, updated=())
+    if resolved.verify["enable_pass_verify"]:
+        from ..compiler.launch import VerifiedKernel  # every call verifies each stage before launching
+
+        return VerifiedKernel(front, native)
     return native
 
 

@@ -1,0 +1,362 @@
+"""`pypto.export`: ahead-of-time bundles for the C++ runtime (include/pypto/runtime.h, docs/embedding.md).
+
+    kernel.export("bundle_dir", (a, b, out), ((a, b, out), {"alpha": 2.0}))   # one kernel, examples
+    pypto.export([k1, k2], "bundle_dir", examples={"k1": [...], "k2": [...]})  # several kernels
+    python -m pypto.export mymod:k1 --example "(torch.zeros(4, 4),) * 3" --out bundle_dir
+
+Each example is a tuple of positional arguments, or an `(args, kwargs)` pair; a tensor may be a real tensor or a
+concrete `pypto.Tensor([4, 4], pypto.DT_FP32)` spec (DYNAMIC/named dims in a spec get size 1). Every example is
+compiled through the kernel's normal miss path (`kernel.compile`), so the bundle holds exactly the libraries the
+Python path runs. With no examples, the kernel's existing specializations (built under the current values of
+its guarded globals) are exported.
+
+A bundle is a directory: `manifest.json` (format, pypto and kernel-ABI versions, compiler identity, per kernel its
+parameter table and per specialization its tensor key words, constant values, written mask, library and sha256)
+and `lib/*.so`. Constants are recorded by value (typed: None, bool, int, float by exact bits, str, tuples/lists,
+enum members); guarded globals are frozen at export time (recorded for information).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import struct
+import sys
+import tempfile
+import types
+from pathlib import Path
+from typing import Any, Iterable
+
+FORMAT = "pypto-bundle"
+FORMAT_VERSION = 1
+
+_DTYPE_NAMES = ("bool", "int8", "int16", "int32", "int64", "uint8", "float16", "bfloat16", "float32", "float64")
+_DIM_KIND = {0: "FIXED", 1: "STATIC", 2: "DYNAMIC", 3: "NAMED"}
+_PARAM_KIND = {0: "tensor", 1: "constant", 2: "scalar"}
+
+
+class ExportError(Exception):
+    """A kernel or an example cannot be exported (the message names kernel, what and why)."""
+
+
+# ---- values --------------------------------------------------------------------------------------------------
+def encode_value(v: Any, where: str) -> dict:
+    """A constant's value, typed and exact (the C++ runtime matches call arguments against it)."""
+    import enum
+
+    if v is None:
+        return {"type": "none"}
+    if isinstance(v, bool):
+        return {"type": "bool", "value": v}
+    if isinstance(v, enum.Enum):
+        value = v.value
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ExportError(f"{where}: enum member {v!r} has a non-integer value; it cannot be exported")
+        return {"type": "enum", "name": f"{type(v).__name__}.{v.name}", "value": int(value)}
+    if isinstance(v, int):
+        if type(v) is not int:
+            raise ExportError(f"{where}: constant {v!r} is of int subclass {type(v).__name__}, which the C++ "
+                              f"runtime cannot tell from int; pass a plain int")
+        if not -(1 << 63) <= v < (1 << 63):
+            raise ExportError(f"{where}: integer constant {v} does not fit in 64 bits")
+        return {"type": "int", "value": v}
+    if isinstance(v, float):
+        if type(v) is not float:
+            raise ExportError(f"{where}: constant {v!r} is of float subclass {type(v).__name__}; pass a plain float")
+        bits = struct.unpack("<Q", struct.pack("<d", v))[0]
+        return {"type": "float", "bits": f"0x{bits:016x}", "repr": repr(v)}
+    if isinstance(v, str):
+        if type(v) is not str:
+            raise ExportError(f"{where}: constant {v!r} is of str subclass {type(v).__name__}; pass a plain str")
+        return {"type": "str", "value": v}
+    if type(v) in (tuple, list):
+        return {"type": "tuple" if type(v) is tuple else "list", "items": [encode_value(x, where) for x in v]}
+    raise ExportError(f"{where}: constant {v!r} of type {type(v).__name__} cannot be recorded in a bundle "
+                      f"(exportable: None, bool, int, float, str, enums, tuples/lists of those)")
+
+
+# ---- kernels and examples ------------------------------------------------------------------------------------
+def _frontend(kernel):
+    """The Python-side JITKernel of a decorated kernel (the native object falls back to it for attributes)."""
+    from ..frontend.jit import JITKernel
+
+    if isinstance(kernel, JITKernel):
+        return kernel, kernel._native_ref()
+    exp = getattr(kernel, "export", None)
+    front = getattr(exp, "__self__", None)
+    if not isinstance(front, JITKernel):
+        raise ExportError(f"pypto.export: expected a @pypto.frontend.jit kernel, got {kernel!r}")
+    return front, kernel
+
+
+def _materialize(a, param, kernel_name: str):
+    """A concrete `pypto.Tensor(shape, dtype)` spec -> a zero tensor of that shape and dtype."""
+    from ..frontend.annotations import Tensor
+
+    if not isinstance(a, Tensor):
+        return a
+    where = f"kernel '{kernel_name}': parameter '{param.name if param else '?'}'"
+    if a.shape is None or a.ellipsis or a.dtype is None:
+        raise ExportError(f"{where}: an example tensor spec needs a full shape and a dtype, got {a!r}")
+    shape = [d if isinstance(d, int) and not isinstance(d, bool) else 1 for d in a.shape]
+    for axis, d in enumerate(a.shape):
+        if not isinstance(d, int):
+            ann = param.annotation if param is not None else None
+            pd = ann.shape[axis] if ann is not None and ann.shape is not None and axis < len(ann.shape) else None
+            from ..frontend.annotations import DYNAMIC, DynamicDim
+
+            if not (pd is DYNAMIC or isinstance(pd, DynamicDim)):
+                raise ExportError(f"{where}: dimension {axis} of the example spec {a!r} is symbolic, but the "
+                                  f"parameter's dimension is not DYNAMIC; give a concrete size")
+    try:
+        import torch
+
+        from ..frontend.dtypes import DataType
+
+        tdt = {DataType.DT_BOOL: torch.bool, DataType.DT_INT8: torch.int8, DataType.DT_INT16: torch.int16,
+               DataType.DT_INT32: torch.int32, DataType.DT_INT64: torch.int64, DataType.DT_UINT8: torch.uint8,
+               DataType.DT_FP16: torch.float16, DataType.DT_BF16: torch.bfloat16, DataType.DT_FP32: torch.float32,
+               DataType.DT_FP64: torch.float64}[a.dtype]
+        return torch.zeros(shape, dtype=tdt)
+    except ImportError:
+        import numpy as np
+
+        if a.dtype.short == "bfloat16":
+            raise ExportError(f"{where}: a bfloat16 example spec needs torch") from None
+        return np.zeros(shape, dtype=np.dtype(a.dtype.short))
+
+
+def _split_example(ex) -> tuple[tuple, dict]:
+    if isinstance(ex, tuple) and len(ex) == 2 and isinstance(ex[0], (tuple, list)) and isinstance(ex[1], dict):
+        return tuple(ex[0]), dict(ex[1])
+    if isinstance(ex, (tuple, list)):
+        return tuple(ex), {}
+    return (ex,), {}
+
+
+def _prepare_example(front, ex) -> tuple[tuple, dict]:
+    args, kwargs = _split_example(ex)
+    by_name = {p.name: p for p in front.params}
+    args = tuple(_materialize(a, front.params[i] if i < len(front.params) else None, front.name)
+                 for i, a in enumerate(args))
+    kwargs = {k: _materialize(v, by_name.get(k), front.name) for k, v in kwargs.items()}
+    return args, kwargs
+
+
+def _dims_json(dims, dim_names) -> list:
+    out = []
+    for kind, value in dims:
+        k = _DIM_KIND[kind]
+        if k == "FIXED":
+            out.append({"kind": k, "value": int(value)})
+        elif k == "NAMED":
+            out.append({"kind": k, "name": dim_names[value]})
+        else:
+            out.append({"kind": k})
+    return out
+
+
+def _params_json(front) -> list:
+    rows = front.native_params()
+    out = []
+    for p, (name, kind, kw_only, dtype, any_shape, ellipsis, fmt, dims, sdtype) in zip(front.params, rows):
+        k = _PARAM_KIND[kind]
+        d: dict[str, Any] = {"name": name, "kind": k, "keyword_only": bool(kw_only)}
+        if k == "tensor":
+            d.update(dtype=None if dtype < 0 else _DTYPE_NAMES[dtype], any_shape=bool(any_shape),
+                     ellipsis=bool(ellipsis), format=int(fmt), dims=_dims_json(dims, front.dim_names))
+        elif k == "scalar":
+            d["dtype"] = _DTYPE_NAMES[sdtype]
+        if p.has_default:
+            try:
+                d["default"] = encode_value(p.default, f"kernel '{front.name}': parameter '{name}' (default)")
+            except ExportError:
+                d["default_repr"] = repr(p.default)  # not recordable: C++ callers must pass it
+        out.append(d)
+    return out
+
+
+def _tensors_json(request) -> list:
+    from ..frontend.signature import DynDim
+
+    out = []
+    for t in request.tensors:
+        shape = [(None if d.name is None else d.name) if isinstance(d, DynDim) else int(d) for d in t.dims]
+        out.append({"param": t.param, "dtype": _DTYPE_NAMES[int(t.dtype)], "shape": shape})
+    return out
+
+
+def _same_guards(a: dict, b: dict) -> bool:
+    if a.keys() != b.keys():
+        return False
+    for k in a:
+        x, y = a[k], b[k]
+        if x is not y:
+            try:
+                if not (type(x) is type(y) and x == y):
+                    return False
+            except Exception:
+                return False
+    return True
+
+
+def _sha256(path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _kernel_entry(front, native, examples, libdir: Path, used_libs: set) -> dict:
+    """Compile the examples (or take the existing specializations) and describe the kernel for the manifest."""
+    name = front.name
+    n_const = sum(1 for p in front.params if p.kind == "constexpr")
+    has_guards = bool(front.guards)
+    current_guards = {(g.owner, g.name): g.current() for g in front.guards}
+    wanted: list[bytes] = []
+    if examples:
+        for i, ex in enumerate(examples):
+            args, kwargs = _prepare_example(front, ex)
+            native.compile(*args, **kwargs)
+            hit, key, _meta = native._probe(*args, **kwargs)
+            if not hit:
+                raise ExportError(f"kernel '{name}': example #{i} built no library (host_options compile_stage "
+                                  f"stops before the library is compiled?); nothing to export")
+            if key not in wanted:
+                wanted.append(key)
+        entries = {(k or b""): (info, lib) for k, info, lib, _s in native._specializations()}  # b"": empty key
+        chosen = [(k, *entries[k]) for k in wanted]
+    else:
+        chosen = [(k or b"", info, lib) for k, info, lib, _s in native._specializations()
+                  if info is not None and _same_guards(info.get("guards", {}), current_guards)]
+        if not chosen:
+            raise ExportError(f"kernel '{name}': no specializations to export; pass examples "
+                              f"(kernel.export(dir, (a, b, out), ...)) or call the kernel first")
+    specs = []
+    for key, info, library in chosen:
+        request, result = info["request"], info["result"]
+        words = struct.unpack(f"<{len(key) // 8}Q", key)
+        n_tensor_words = len(words) - n_const - (1 if has_guards else 0)
+        constants = {}
+        for p in front.params:
+            if p.kind == "constexpr":
+                constants[p.name] = encode_value(request.constants[p.name],
+                                                 f"kernel '{name}': parameter '{p.name}'")
+        sha = _sha256(library)
+        fname = f"{name}-{sha[:16]}.so"
+        if fname not in used_libs:
+            tmp = libdir / (fname + ".tmp")
+            shutil.copyfile(library, tmp)
+            os.replace(tmp, libdir / fname)
+            used_libs.add(fname)
+        if _sha256(libdir / fname) != sha:
+            raise ExportError(f"kernel '{name}': the copy of '{library}' in the bundle does not match its sha256")
+        written = 0
+        for t in result.written:
+            written |= 1 << int(t)
+        specs.append({"tensor_key": list(words[:n_tensor_words]), "constants": constants,
+                      "written_mask": written, "tensors": _tensors_json(request),
+                      "library": f"lib/{fname}", "sha256": sha})
+    opts = front.options
+    from ..frontend.option_schema import RunMode
+
+    return {
+        "name": name,
+        "run_mode": RunMode(int(opts.runtime["run_mode"])).name,
+        "num_threads": int(opts.runtime["device_sched_parallelism"]),
+        "debug_mode": int(opts.debug["runtime_debug_mode"]),
+        "params": _params_json(front),
+        "dim_names": list(front.dim_names),
+        "guards": [{"owner": o, "name": n, "value": repr(v)[:200]} for (o, n), v in current_guards.items()],
+        "specializations": specs,
+    }
+
+
+def _normalize_examples(kernels: list, examples) -> list:
+    if examples is None:
+        return [None] * len(kernels)
+    if isinstance(examples, dict):
+        names = [_frontend(k)[0].name for k in kernels]
+        unknown = set(examples) - set(names)
+        if unknown:
+            raise ExportError(f"pypto.export: examples for unknown kernel(s) {sorted(unknown)}; kernels: {names}")
+        return [examples.get(n) for n in names]
+    examples = list(examples)
+    if len(kernels) == 1:
+        return [examples]
+    if len(examples) != len(kernels):
+        raise ExportError(f"pypto.export: {len(kernels)} kernels but {len(examples)} example lists; pass "
+                          f"examples={{kernel_name: [example, ...]}}")
+    return examples
+
+
+def export(kernels, directory, examples=None) -> Path:
+    """Write an AOT bundle for `kernels` (a kernel or a list) into `directory`; returns the manifest path.
+
+    `examples`: for one kernel a list of examples; for several a dict {kernel name: [examples]} or a list of
+    example lists in kernel order. Each example: a tuple of positional arguments or an (args, kwargs) pair.
+    Without examples, each kernel's existing specializations are exported."""
+    if not isinstance(kernels, (list, tuple)):
+        kernels = [kernels]
+    if not kernels:
+        raise ExportError("pypto.export: no kernels given")
+    return _export(list(zip(kernels, _normalize_examples(list(kernels), examples))), Path(directory))
+
+
+def export_kernel(kernel, directory, examples: Iterable = ()) -> Path:
+    """`kernel.export(directory, *examples)`."""
+    return _export([(kernel, list(examples) or None)], Path(directory))
+
+
+def _export(pairs: list, directory: Path) -> Path:
+    from .. import __version__
+    from ..compiler import toolchain
+
+    libdir = directory / "lib"
+    libdir.mkdir(parents=True, exist_ok=True)
+    used: set = set()
+    entries, names = [], set()
+    for k, ex in pairs:
+        front, native = _frontend(k)
+        if front.name in names:
+            raise ExportError(f"pypto.export: two kernels are named '{front.name}'")
+        names.add(front.name)
+        entries.append(_kernel_entry(front, native, ex, libdir, used))
+    manifest = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "pypto_version": __version__,
+        "kernel_abi_version": toolchain.abi_version(),
+        "compiler": {"cxx": toolchain.CXX, "identity": toolchain.compiler_identity(),
+                     "flags": list(toolchain.FLAGS), "cpu": toolchain.cpu_identity().split("|")[0]},
+        "kernels": entries,
+    }
+    for f in libdir.glob("*.so"):  # libraries of an earlier export into the same directory
+        if f.name not in used:
+            f.unlink()
+    path = directory / "manifest.json"
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix="manifest.", suffix=".tmp")
+    with os.fdopen(fd, "w") as f:
+        json.dump(manifest, f, indent=1)
+        f.write("\n")
+    os.replace(tmp, path)
+    return path
+
+
+def load_manifest(directory) -> dict:
+    with open(Path(directory) / "manifest.json") as f:
+        return json.load(f)
+
+
+class _CallableModule(types.ModuleType):
+    """`pypto.export(...)` calls export(); `pypto.export.<name>` is this module's attribute."""
+
+    def __call__(self, kernels, directory, examples=None):
+        return export(kernels, directory, examples)
+
+
+sys.modules[__name__].__class__ = _CallableModule
+
+__all__ = ["export", "export_kernel", "encode_value", "load_manifest", "ExportError", "FORMAT", "FORMAT_VERSION"]
