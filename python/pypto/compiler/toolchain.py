@@ -243,17 +243,6 @@ def compile_source(source: str, options=None, kernel_name: str = "kernel") -> tu
     return str(so), str(cpp), seconds, False, key
 
 
-def _dump(options, kernel_name: str, ir_text: str, source: str):
-    mode = _opt(options, "debug", "compile_debug_mode", 0) or 0
-    ddir = _opt(options, "debug", "dump_dir", "") or ""
-    if not mode or not ddir:
-        return
-    p = Path(ddir)
-    p.mkdir(parents=True, exist_ok=True)
-    (p / f"{kernel_name}.ir.txt").write_text(ir_text)
-    (p / f"{kernel_name}.cpp").write_text(source)
-
-
 def build(prepared, request) -> BuildResult:
     """Trace `prepared` for `request`, generate C++, compile it (or reuse the cached library)."""
     from ..codegen import generate
@@ -261,8 +250,7 @@ def build(prepared, request) -> BuildResult:
 
     kernel_ir = trace(prepared, request)
     ir_text = str(kernel_ir)
-    source = generate(kernel_ir)
-    _dump(request.options, request.kernel_name, ir_text, source)
+    source = generate(kernel_ir)  # debug dumps: JITKernel._dump (one file pair per specialization)
     lib, src_path, seconds, cached, key = compile_source(source, request.options, request.kernel_name)
     return BuildResult(library=lib, source_path=src_path, source=source, ir_text=ir_text,
                        written=tuple(kernel_ir.written), compile_seconds=seconds, cached=cached, key=key)

@@ -104,7 +104,7 @@ class _Undefined:
 class _Branch:
     """One executed `if` statement of a rewritten kernel (see _Rewriter.visit_If)."""
 
-    __slots__ = ("rt", "sym", "taken", "stmt", "lineno", "names", "pre", "then_vals", "builder")
+    __slots__ = ("rt", "sym", "taken", "stmt", "lineno", "names", "pre", "then_vals", "builder", "cond")
 
     def __init__(self, rt, cond, lineno, loc, names):
         from ..ir import sym as S
@@ -118,6 +118,7 @@ class _Branch:
             if cond.kind != S.BOOL:
                 cond = S.compare("!=", cond, 0)
             self.sym = True
+            self.cond = cond
             self.taken = None
             self.builder = b
             self.pre = {n: loc[n] for n in names if n in loc}
@@ -163,15 +164,16 @@ class _Branch:
             elif (isinstance(t, S.Sym) and isinstance(e, S.Sym) and t.same(e)) or (
                     type(t) in (int, float, bool, str) and type(t) is type(e) and t == e):
                 out[n] = t
+            elif isinstance(t, (int, float, S.Sym)) and isinstance(e, (int, float, S.Sym)):
+                out[n] = S.select(self.cond, t, e)  # a scalar set differently in each branch: cond ? t : e
             elif t is _MISSING or e is _MISSING:
                 out[n] = _Undefined(
                     f"kernel '{self.rt.kernel_name}': `{n}` is assigned in only one branch of the kernel-level "
                     f"`if` at {where} (its condition is symbolic, so both branches are compiled and `{n}` has "
                     f"no single value after it); assign it before the `if` or in both branches alike")
             else:
-                kind = "tensor" if not isinstance(t, (int, float, S.Sym)) else "value"
                 out[n] = _Undefined(
-                    f"kernel '{self.rt.kernel_name}': `{n}` gets a different {kind} in each branch of the "
+                    f"kernel '{self.rt.kernel_name}': `{n}` gets a different tensor in each branch of the "
                     f"kernel-level `if` at {where} (its condition is only known when the kernel runs), so it "
                     f"cannot be used after the `if`; write results into a tensor created before the `if` "
                     f"(t[:] = ... / pypto.assemble) in each branch, or use pypto.where")

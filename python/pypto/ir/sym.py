@@ -18,7 +18,7 @@ def _scalar(x) -> bool:
 
 class Sym:
     """An immutable symbolic scalar. `op` is one of: var, lin, mul, fdiv, mod, min, max, cmp, and, or, not,
-    fbin (float arithmetic), tofloat, neg (float)."""
+    fbin (float arithmetic), tofloat, neg (float), select (cond ? a : b)."""
 
     __slots__ = ("op", "args", "kind", "key", "_hash", "scope")
 
@@ -309,6 +309,21 @@ def logical_not(a):
     return Sym("not", (a,), BOOL)
 
 
+def select(cond, a, b):
+    """`a if cond else b` where `cond` may be symbolic: the value of a name assigned differently in the two
+    branches of a kernel-level `if`. Ints and floats mix as in Python (the result is a float then)."""
+    for v in (a, b):
+        if not _scalar(v):
+            raise KernelTraceError(f"select: {v!r} is not a scalar")
+    if not isinstance(cond, Sym):
+        return a if cond else b
+    if a is b or (isinstance(a, Sym) and a.same(b)) or (type(a) is type(b) and not isinstance(a, Sym) and a == b):
+        return a
+    kinds = {kind_of(a), kind_of(b)}
+    kind = FLOAT if FLOAT in kinds else INT if INT in kinds else BOOL
+    return Sym("select", (cond, a, b), kind)
+
+
 def upper_bound(x):
     """A static upper bound of int expression `x`, or None when unknown."""
     if isinstance(x, bool):
@@ -320,8 +335,9 @@ def upper_bound(x):
     if x.op == "min":
         bs = [b for b in (upper_bound(x.args[0]), upper_bound(x.args[1])) if b is not None]
         return min(bs) if bs else None
-    if x.op == "max":
-        a, b = upper_bound(x.args[0]), upper_bound(x.args[1])
+    if x.op in ("max", "select"):
+        a, b = (upper_bound(x.args[0]), upper_bound(x.args[1])) if x.op == "max" else \
+            (upper_bound(x.args[1]), upper_bound(x.args[2]))
         return None if a is None or b is None else max(a, b)
     return None
 
@@ -381,6 +397,8 @@ def evaluate(x, env: dict):
         return evaluate(a[0], env) or evaluate(a[1], env)
     if op == "not":
         return not evaluate(a[0], env)
+    if op == "select":
+        return evaluate(a[1], env) if evaluate(a[0], env) else evaluate(a[2], env)
     if op == "fbin":
         l, r = float(evaluate(a[1], env)), float(evaluate(a[2], env))
         return {"+": l + r, "-": l - r, "*": l * r, "/": l / r if r else float("nan")}[a[0]]
@@ -394,13 +412,14 @@ def evaluate(x, env: dict):
 # overrides the op's entry for that kind.
 _TEXT = {"mul": "{0}*{1}", "fdiv": "({0} // {1})", "mod": "({0} % {1})", "min": "min({0}, {1})",
          "max": "max({0}, {1})", "cmp": "({1} {op} {2})", "and": "({0} and {1})", "or": "({0} or {1})",
-         "not": "(not {0})", "fbin": "({1} {op} {2})"}
+         "not": "(not {0})", "fbin": "({1} {op} {2})", "select": "({1} if {0} else {2})"}
 _CPP = {"mul": "({0} * {1})", "fdiv": "pypto_rt::floordiv({0}, {1})", "mod": "pypto_rt::floormod({0}, {1})",
         ("min", INT): "pypto_rt::imin({0}, {1})", ("max", INT): "pypto_rt::imax({0}, {1})",
         ("min", FLOAT): "pypto_rt::fmin_((double){0}, (double){1})",
         ("max", FLOAT): "pypto_rt::fmax_((double){0}, (double){1})",
         "cmp": "({1} {op} {2})", "and": "({0} && {1})", "or": "({0} || {1})", "not": "(!{0})",
-        "fbin": "((double){1} {op} (double){2})"}
+        "fbin": "((double){1} {op} (double){2})", ("select", INT): "({0} ? (int64_t){1} : (int64_t){2})",
+        ("select", FLOAT): "({0} ? (double){1} : (double){2})", ("select", BOOL): "({0} ? (bool){1} : (bool){2})"}
 
 
 def _render(x, rec, table):

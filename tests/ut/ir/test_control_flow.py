@@ -648,3 +648,61 @@ def test_branches_inside_parallel_loops_with_bounds_checks():
         k(x, out, lim)
         ref = torch.where(torch.arange(n)[:, None] < lim, torch.exp(x), -x)
         torch.testing.assert_close(out, ref, rtol=1e-6, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# scalars assigned differently in the two branches of a kernel-level `if` become `cond ? a : b`
+# ---------------------------------------------------------------------------------------------------------------
+
+def test_branch_scalar_values_merge_into_a_select():
+    FS = pypto.Scalar[pypto.DT_FP32]
+
+    @pypto.frontend.jit
+    def k_sel(x: D4, out: D4, s: FS):
+        if s > 0.0:
+            f = s * 2.0
+        elif s < -10.0:
+            f = 0.25
+        else:
+            f = -s
+        n = x.shape[0]
+        if n > 3:
+            m = n - 3          # int in one branch ...
+        else:
+            m = 1.5            # ... float in the other: the merged value is a float
+        out[:] = x * f + m
+
+    for n in (2, 5):
+        x = _rand(n, 4, seed=n)
+        for s in (1.5, -2.0, -12.0):
+            out = torch.zeros(n, 4)
+            k_sel(x, out, s)
+            f = s * 2.0 if s > 0 else (0.25 if s < -10.0 else -s)
+            m = float(n - 3) if n > 3 else 1.5
+            torch.testing.assert_close(out, x * f + m)
+    assert k_sel.cache_info()["specializations"] == 1  # one kernel serves every n and s
+
+    ir, src = _ir_and_source(k_sel.__wrapped__, torch.zeros(5, 4), torch.zeros(5, 4), 1.0)
+    assert " if " in ir and "?" in src
+
+
+def test_branch_int_value_sizes_a_loop():
+    @pypto.frontend.jit
+    def k_steps(x: D4, out: D4):
+        n = x.shape[0]
+        if n > 4:
+            steps = 4
+        else:
+            steps = n
+        for i in pypto.loop(steps):       # rows [0, steps) doubled, the rest copied
+            pypto.assemble(pypto.view(x, [1, 4], [i, 0]) * 2.0, [i, 0], out)
+        for i in pypto.loop(steps, n):
+            pypto.assemble(pypto.view(x, [1, 4], [i, 0]), [i, 0], out)
+
+    for n in (3, 7):
+        x = _rand(n, 4, seed=10 + n)
+        out = torch.zeros(n, 4)
+        k_steps(x, out)
+        ref = x.clone()
+        ref[:min(n, 4)] *= 2.0
+        torch.testing.assert_close(out, ref)
