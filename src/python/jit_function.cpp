@@ -145,6 +145,26 @@ PyObject* guard_value(const Guard& g) {
   return g.name ? PyDict_GetItem(g.container, g.name) : PyCell_GET(g.container);
 }
 
+#if PY_VERSION_HEX < 0x030C0000
+constexpr bool kDictVersions = true;
+inline uint64_t dict_version(PyObject* d) { return reinterpret_cast<PyDictObject*>(d)->ma_version_tag; }
+#else
+constexpr bool kDictVersions = false;
+inline uint64_t dict_version(PyObject*) { return 0; }
+#endif
+
+void record_dict_versions(JitState& st) {
+  for (DictWatch& w : st.dict_watch) w.version = dict_version(w.dict);
+}
+
+// Some globals dict changed since its guards were last seen: are the guarded values themselves unchanged?
+[[gnu::noinline]] bool guards_unchanged(JitState& st) {
+  for (const Guard& g : st.guards)
+    if (guard_value(g) != g.last) return false;
+  record_dict_versions(st);  // an unrelated global was rebound: trust the new versions
+  return true;
+}
+
 // A guarded global changed: key every guard by value and intern the combination.
 [[gnu::noinline]] uint32_t guards_slow(JitState& st) {
   std::vector<uint32_t> ids;
@@ -157,6 +177,7 @@ PyObject* guard_value(const Guard& g) {
     Py_XSETREF(g.last, v);
   }
   st.guard_state = interner().intern_ids(ids.data(), ids.size());
+  record_dict_versions(st);
   return st.guard_state;
 }
 
@@ -478,10 +499,17 @@ PyObject* call_impl(JitFunctionObject* self, PyObject* const* args, size_t nargs
   PYPTO_PROF_MARK(kKey);
   if (!st.guards.empty()) {
     uint32_t gs = st.guard_state;
-    for (const Guard& g : st.guards) {
-      if (guard_value(g) != g.last) [[unlikely]] {
-        gs = guards_slow(st);
-        break;
+    if (!st.dict_watch.empty()) {  // versions of the globals dicts, then the closure cells by identity
+      bool same = true;
+      for (const DictWatch& w : st.dict_watch) same &= dict_version(w.dict) == w.version;
+      for (int i : st.cell_guards) same &= PyCell_GET(st.guards[i].container) == st.guards[i].last;
+      if (!same && !guards_unchanged(st)) [[unlikely]] gs = guards_slow(st);
+    } else {
+      for (const Guard& g : st.guards) {
+        if (guard_value(g) != g.last) [[unlikely]] {
+          gs = guards_slow(st);
+          break;
+        }
       }
     }
     key[n++] = gs;
@@ -648,6 +676,13 @@ bool parse_guards(JitState& st, PyObject* guards) {
     }
     Py_INCREF(container);
     g.container = container;
+    if (g.name == nullptr) {
+      st.cell_guards.push_back(static_cast<int>(st.guards.size()));
+    } else if (kDictVersions) {
+      bool known = false;
+      for (const DictWatch& w : st.dict_watch) known |= w.dict == container;
+      if (!known) st.dict_watch.push_back(DictWatch{container, 0});
+    }
     st.guards.push_back(g);
   }
   Py_DECREF(seq);

@@ -20,6 +20,15 @@ struct Guard {
   PyObject* last = nullptr;       // value seen last (strong), NULL when absent
 };
 
+// A globals dict some guards read, with the version it had when they were last seen unchanged. CPython < 3.12
+// bumps a dict's ma_version_tag on every modification, so an unchanged version proves that none of its guarded
+// names was rebound: one compare per module instead of one dict lookup per guarded global. (3.12 deprecates the
+// field and 3.14 drops it; there every guard is looked up, as before.)
+struct DictWatch {
+  PyObject* dict = nullptr;  // borrowed: the guards that read it hold it
+  uint64_t version = 0;
+};
+
 // Per constant parameter: the object seen last and its id (identity fast path).
 struct ConstCache {
   PyObject* last = nullptr;  // strong
@@ -55,6 +64,8 @@ struct JitState {
   PyObject* on_miss = nullptr;          // Python callable(args_tuple, key_bytes) -> build result
   std::vector<Guard> guards;
   uint32_t guard_state = 0;
+  std::vector<DictWatch> dict_watch;    // distinct globals dicts of the guards (empty: versions not usable)
+  std::vector<int> cell_guards;         // indices of the closure-cell guards (checked every call)
   std::vector<ConstCache> consts;
   CallShape call_shape;
   SpecializationTable specs;

@@ -106,4 +106,31 @@ def collect_guards(fn, tree: ast.AST | None = None, _seen: set | None = None) ->
         value = g.current()
         if _is_user_helper(value):
             guards.extend(collect_guards(value, None, seen))
+    guards.extend(_module_attribute_guards(fn, body, guards, seen))
     return guards
+
+
+def _module_attribute_guards(fn, body: ast.AST, guards: list[GuardSpec], seen: set) -> list[GuardSpec]:
+    """`M.name` where M is a guarded name bound to a user module (`import cfg` ... `cfg.SCALE`,
+    `helpers.scale(x)`): the attribute is a global of that module, so it is guarded in the module's dict (and a
+    helper reached this way is inlined, so its own reads are guarded too). pypto's own modules are not guarded.
+    If M itself is rebound to another module, M's guard re-specializes; the attribute guards stay on the module
+    seen at decoration."""
+    bases = {g.name: g.current() for g in guards if g.owner == fn.__qualname__}
+    out: list[GuardSpec] = []
+    done: set = set()
+    for n in ast.walk(body):
+        if not (isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load) and isinstance(n.value, ast.Name)):
+            continue
+        mod = bases.get(n.value.id)
+        if not isinstance(mod, types.ModuleType) or (mod.__name__ == "pypto" or mod.__name__.startswith("pypto.")):
+            continue
+        if (id(mod), n.attr) in done:
+            continue
+        done.add((id(mod), n.attr))
+        g = GuardSpec(f"{fn.__qualname__} ({mod.__name__}.{n.attr})", n.attr, vars(mod), False)
+        out.append(g)
+        value = g.current()
+        if _is_user_helper(value):
+            out.extend(collect_guards(value, None, seen))
+    return out

@@ -11,7 +11,7 @@ import torch
 
 import pypto
 
-from ._util import info, rand, sentinel
+from ._util import assert_untouched, info, rand, sentinel, snap
 
 _SRC = pathlib.Path(__file__).with_name("_guard_kernels.py")
 _counter = itertools.count()
@@ -230,3 +230,62 @@ def test_removing_a_required_default_is_an_error():
         dflt2(rand(9), out)
     assert "dflt2" in str(ei.value) and "'alpha'" in str(ei.value)
     assert (out == -12345.0).all()
+
+
+def test_global_and_closure_guards_with_dict_version_fast_path(mod):
+    # the globals dict's version proves its guards unchanged; closure cells are still checked by identity
+    bias = 1.0
+
+    @pypto.frontend.jit
+    def mixed_k(a: pypto.Tensor([pypto.DYNAMIC], pypto.DT_FP32), out: pypto.Tensor([pypto.DYNAMIC], pypto.DT_FP32)):
+        out[:] = mod.helper_offset(a) + bias  # noqa: B023 - `mod` and `bias` are closure cells here
+
+    def set_bias(v):
+        nonlocal bias
+        bias = v
+
+    check(mixed_k, 1.0, offset=1.5)
+    set_bias(3.0)                       # only a cell changes: the module dict's version does not
+    check(mixed_k, 1.0, offset=3.5, seed=1)
+    assert counts(mixed_k) == (0, 2, 2)
+    mod.UNRELATED = object()            # the version moves, no guarded value does
+    check(mixed_k, 1.0, offset=3.5, seed=2)
+    assert counts(mixed_k) == (1, 2, 2)
+    mod.OFFSET = 0.25                   # a global read by the inlined helper
+    check(mixed_k, 1.0, offset=3.25, seed=3)
+    assert counts(mixed_k) == (1, 3, 3)
+    vars(mod)["OFFSET"] = mod.OFFSET    # the same object stored again: version moves, identity holds
+    check(mixed_k, 1.0, offset=3.25, seed=4)
+    assert counts(mixed_k) == (2, 3, 3)
+
+
+def test_deleted_guarded_global_is_seen(mod):
+    k = mod.scale_kernel
+    check(k, 2.0)
+    del mod.SCALE
+    a, out = rand(9), sentinel(9)
+    before = snap(out)
+    with pytest.raises(Exception, match="SCALE"):
+        k(a, out)
+    assert_untouched(before, out)
+    mod.SCALE = 2.0
+    check(k, 2.0, seed=1)
+
+
+def test_module_attribute_read_is_guarded(mod):
+    @pypto.frontend.jit
+    def attr_k(a: pypto.Tensor([pypto.DYNAMIC], pypto.DT_FP32), out: pypto.Tensor([pypto.DYNAMIC], pypto.DT_FP32)):
+        out[:] = a * mod.SCALE  # `cfg.VALUE`-style read of another module's global
+
+    check(attr_k, 2.0)
+    mod.SCALE = 6.0
+    check(attr_k, 6.0, seed=1)
+    mod.UNRELATED = 5
+    check(attr_k, 6.0, seed=2)
+    assert counts(attr_k) == (1, 2, 2)
+    mod.SCALE = 2.0
+    check(attr_k, 2.0, seed=3)
+    assert counts(attr_k) == (2, 2, 2)
+    mod.SCALE = 7.0
+    why = attr_k.explain(rand(9), sentinel(9))
+    assert "miss" in why.lower() and "SCALE" in why, why
