@@ -48,18 +48,25 @@ int bind_tensors(const ParamTable& table, const DLTensor* tensors, uint64_t* key
     int64_t expected = 1;
     for (int d = nd - 1; d >= 0; --d) {
       const int64_t v = shape[d];
-      if (strides != nullptr && v != 1 && strides[d] != expected) return -1;
-      expected *= v;
-      if (d >= s.annotated) {
-        key[--pos] = static_cast<uint64_t>(v);
-      } else if (s.fixed[d] >= 0) {
-        if (v != s.fixed[d]) return -1;
-      } else if (s.static_mask >> d & 1) {
-        key[--pos] = static_cast<uint64_t>(v);
-      } else if (s.named[d] >= 0) {
-        int64_t& seen = named[s.named[d]];
-        if (seen < 0) seen = v;
-        else if (seen != v) return -1;
+      if (strides != nullptr) {
+        if (v != 1 && strides[d] != expected) return -1;
+        expected *= v;
+      }
+      switch (s.op[d]) {
+        case DimKind::kStatic:
+          key[--pos] = static_cast<uint64_t>(v);
+          break;
+        case DimKind::kFixed:
+          if (v != s.fixed[d]) return -1;
+          break;
+        case DimKind::kNamed: {
+          int64_t& seen = named[s.named[d]];
+          if (seen < 0) seen = v;
+          else if (seen != v) return -1;
+          break;
+        }
+        case DimKind::kDynamic:
+          break;
       }
     }
     n += span;

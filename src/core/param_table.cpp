@@ -56,14 +56,16 @@ void ParamTable::build_steps() {
     st.annotated = static_cast<int16_t>(annotated);
     st.key_head = s.dtype == kAnyDType || !s.rank_is_fixed();
     for (int d = 0; d < PYPTO_MAX_RANK; ++d) {
+      st.op[d] = DimKind::kStatic;  // open-rank dims beyond the annotated ones are keyed
       st.fixed[d] = -1;
       st.named[d] = -1;
     }
     for (int d = 0; d < annotated; ++d) {
       const DimSpec& ds = s.dims[d];
+      st.op[d] = ds.kind;
       switch (ds.kind) {
         case DimKind::kFixed: st.fixed[d] = ds.value; break;
-        case DimKind::kStatic: st.static_mask |= uint8_t(1u << d); st.n_static++; break;
+        case DimKind::kStatic: st.n_static++; break;
         case DimKind::kNamed: st.named[d] = static_cast<int16_t>(ds.value); has_named_dims = true; [[fallthrough]];
         case DimKind::kDynamic: all_dims_keyed = false; break;
       }

@@ -52,9 +52,11 @@ struct TensorStep {
   int16_t annotated = 0;     // annotated dims; dims beyond them (open rank) are keyed
   int16_t n_static = 0;      // STATIC dims among the annotated ones (one key word each)
   bool key_head = false;     // the key carries a dtype/rank word (dtype or rank open)
-  uint8_t static_mask = 0;   // bit d: annotated dim d is STATIC (keyed)
-  int64_t fixed[PYPTO_MAX_RANK];  // per annotated dim: the required size, or -1
-  int16_t named[PYPTO_MAX_RANK];  // per annotated dim: the named-dim id, or -1
+  // per dim, what a call does with its size: kFixed compare with fixed[d], kStatic key it, kNamed agree with
+  // the other dims named named[d], kDynamic nothing. Dims beyond the annotated ones (open rank) are kStatic.
+  DimKind op[PYPTO_MAX_RANK];
+  int64_t fixed[PYPTO_MAX_RANK];
+  int16_t named[PYPTO_MAX_RANK];
 };
 
 constexpr int kMaxParams = 64;
