@@ -28,7 +28,7 @@ int bind_tensors(const ParamTable& table, const DLTensor* tensors, uint64_t* key
     const DLTensor& t = tensors[i];
     if (t.device.device_type != kDLCPU) return -1;
     const int nd = t.ndim;
-    if (s.ndim >= 0 ? nd != s.ndim : (nd < s.min_ndim || nd > PYPTO_MAX_RANK)) return -1;
+    if (s.ndim >= 0 ? nd != s.ndim : (nd < s.annotated || nd > PYPTO_MAX_RANK)) return -1;
     if (s.dtype_word != 0) {
       uint32_t w;
       std::memcpy(&w, &t.dtype, sizeof w);

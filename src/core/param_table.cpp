@@ -52,7 +52,6 @@ void ParamTable::build_steps() {
     }
     const int annotated = s.any_shape ? 0 : static_cast<int>(s.dims.size());
     st.ndim = s.rank_is_fixed() ? static_cast<int16_t>(annotated) : int16_t(-1);
-    st.min_ndim = static_cast<int16_t>(annotated);
     st.annotated = static_cast<int16_t>(annotated);
     st.key_head = s.dtype == kAnyDType || !s.rank_is_fixed();
     for (int d = 0; d < PYPTO_MAX_RANK; ++d) {

@@ -47,9 +47,8 @@ struct ParamSpec {
 // ParamSpec/TensorSpec/vector indirections.
 struct TensorStep {
   uint32_t dtype_word = 0;   // expected DLDataType as a word (code | bits << 8 | lanes << 16); 0: any dtype (keyed)
-  int16_t ndim = -1;         // exact rank; -1 when open (bare pypto.Tensor or `...`): min_ndim..PYPTO_MAX_RANK
-  int16_t min_ndim = 0;
-  int16_t annotated = 0;     // annotated dims; dims beyond them (open rank) are keyed
+  int16_t ndim = -1;         // exact rank; -1 when open (bare pypto.Tensor or `...`): annotated..PYPTO_MAX_RANK
+  int16_t annotated = 0;     // annotated dims (the least rank); dims beyond them (open rank) are keyed
   int16_t n_static = 0;      // STATIC dims among the annotated ones (one key word each)
   bool key_head = false;     // the key carries a dtype/rank word (dtype or rank open)
   // per dim, what a call does with its size: kFixed compare with fixed[d], kStatic key it, kNamed agree with
