@@ -7,7 +7,7 @@
 Python decorates and parses a kernel once; calls go through the native core (pypto._core); a miss traces the
 kernel, generates C++, compiles it (disk-cached) and the core loads it. Kernels run on an exact CPU simulator.
 """
-__version__ = "0.1.0"
+from ._version import __version__
 
 import os as _os
 
@@ -26,9 +26,10 @@ from .errors import (BackendUnavailableError, CompileError, KernelDefinitionErro
 from .frontend import (DYN, DYNAMIC, STATIC, CompileStage, RunMode, Scalar, Tensor, TileOpFormat, dynamic,
                        options)
 from .frontend import jit
-from .frontend.dtypes import (DT_BF16, DT_BOOL, DT_FP16, DT_FP32, DT_FP64, DT_INT8, DT_INT16, DT_INT32,
+from .vocab.dtypes import (DT_BF16, DT_BOOL, DT_FP16, DT_FP32, DT_FP64, DT_INT8, DT_INT16, DT_INT32,
                               DT_INT64, DT_UINT8, DataType)
 from . import frontend
 from . import export  # pypto.export([kernels], dir, examples=...): AOT bundles for the C++ runtime
 from .language import *  # noqa: F401,F403  the kernel language: ops, loop, tiling
+from .verify import set_verify_golden_data
 

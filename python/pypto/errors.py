@@ -1,4 +1,7 @@
-"""pypto's exception types. Each subclasses the builtin a user would catch (TypeError/ValueError/RuntimeError)."""
+"""pypto's exception types. Each subclasses the builtin a user would catch (TypeError/ValueError/RuntimeError).
+
+The bottom of the package (layer 0): imports nothing from pypto; every layer may import it.
+"""
 
 
 class PyptoError(Exception):

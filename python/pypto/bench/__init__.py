@@ -5,6 +5,8 @@ Measures pypto's cache-hit call as one thing varies at a time (scenarios.py), ne
 (callgrind.py), a per-stage breakdown from a profiled build (breakdown.py) and the cold paths (cold.py); prints
 tables, writes JSON (schema.py) and plots (report.py). `run(...)` returns the result dict that `--json` writes.
 See docs/bench.md.
+
+The top layer: may import every other layer and the package itself.
 """
 from .harness import main, run
 

@@ -29,7 +29,7 @@ def child() -> None:
     from . import kernels as K
 
     t_imports = time.perf_counter() - t0
-    from ..compiler.toolchain import cache_dir
+    from ..compiler.cache import cache_dir
 
     kernels_cached = sum(1 for p in cache_dir().rglob("*.so") if "torch_reader" not in p.parts)
     a, b, c, out = K.make_tensors(4)

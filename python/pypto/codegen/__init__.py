@@ -1,4 +1,7 @@
-"""IR -> C++ source implementing the pypto kernel ABI."""
+"""pypto.codegen — layer 4: IR -> C++ source implementing the pypto kernel ABI (include/pypto/kernel_abi.h).
+
+May import: errors, vocab, ir, language. Never compiler, verify, frontend, export, bench.
+"""
 from .cpp import generate
 from .templates import CTYPE, EW, ctype
 

@@ -13,7 +13,7 @@ debug_options.runtime_debug_mode=4 every statement is preceded by bounds checks 
 """
 from __future__ import annotations
 
-from ..frontend.dtypes import DataType as DT
+from ..vocab.dtypes import DataType as DT
 from ..ir import sym as S
 from ..ir.nodes import (LOCAL, PARAM, TEMP, Assign, Check, If, Kernel, Loop, Op, Storage, UnrolledLoop, Value,
                         format_kernel)

@@ -7,7 +7,7 @@ pypto_rt::Cvt (round to nearest even for fp16/bf16, truncation toward zero for f
 """
 from __future__ import annotations
 
-from ..frontend.dtypes import DataType as DT
+from ..vocab.dtypes import DataType as DT
 
 CTYPE = {
     DT.DT_BOOL: "bool", DT.DT_INT8: "int8_t", DT.DT_INT16: "int16_t", DT.DT_INT32: "int32_t",

@@ -1,16 +1,11 @@
-"""build(prepared, request): trace -> C++ -> shared library, through a content-addressed disk cache.
+"""The C++ toolchain: compiler, flags and identities, the cache key, and `compile_source` (through the cache).
 
 Cache key = sha256 of (generated source, compiler identity (`g++ --version` first line), flags, CPU identity
 (model name + flags: the code is built with -march=native), the kernel headers' contents, ABI version,
-pypto version). Layout: $PYPTO_CACHE_DIR (default ~/.cache/pypto)/<key[:2]>/<key>.{cpp,so,so.sha256}.
-Writes go to a temp file in the same directory and are moved into place with os.replace; the .so's sha256
-is stored next to it and verified before a cached library is returned (a corrupt or mismatching entry is
-rebuilt, never returned). An flock on <key>.lock makes concurrent builders of the same key (threads or
-processes) wait for one compiler run; the others then find the finished library.
+pypto version). Entries are written and checked by `cache.py`.
 """
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
 import re
@@ -18,28 +13,17 @@ import subprocess
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
+from .._version import __version__
 from ..errors import CompileError
+from .cache import FileLock, atomic_write, cache_dir, sha256_file, valid_library
 
 CXX = os.environ.get("PYPTO_CXX", "g++")
 # PYPTO_MARCH picks the target ISA (default: this CPU). Valgrind, for one, cannot run AVX-512 code: the
 # benchmarks' instruction counts use PYPTO_MARCH=x86-64-v3. The flags are part of the cache key.
 FLAGS = ("-O3", f"-march={os.environ.get('PYPTO_MARCH', 'native')}", "-std=c++17", "-shared", "-fPIC", "-pthread", "-ffp-contract=off",
          "-fno-math-errno", "-fvisibility=hidden")
-
-
-@dataclass
-class BuildResult:
-    library: str            # path of the .so
-    source_path: str        # path of the saved .cpp
-    source: str
-    ir_text: str
-    written: tuple          # tensor ABI indices the kernel writes
-    compile_seconds: float  # 0.0 on a cache hit
-    cached: bool
-    key: str = ""
 
 
 # ---- identities (computed once per process) ----------------------------------------------------------------
@@ -49,15 +33,11 @@ _memo: dict = {}
 
 def include_dir() -> Path:
     """Directory holding pypto/kernel_abi.h and pypto/kernel_rt.h (installed package first, then repo)."""
-    try:
-        import pypto
-
-        p = Path(pypto.__file__).resolve().parent / "include"
-        if (p / "pypto" / "kernel_abi.h").is_file():
-            return p
-    except Exception:  # pragma: no cover - pypto without __file__ (namespace package)
-        pass
-    return Path(__file__).resolve().parents[3] / "include"
+    package = Path(__file__).resolve().parents[1]
+    p = package / "include"
+    if (p / "pypto" / "kernel_abi.h").is_file():
+        return p
+    return package.parents[1] / "include"
 
 
 def _once(name, fn):
@@ -120,24 +100,10 @@ def headers_digest() -> str:
     return _once(("hdr", str(include_dir())), get)
 
 
-def pypto_version() -> str:
-    try:
-        import pypto
-
-        return str(getattr(pypto, "__version__", "0+unknown"))
-    except Exception:  # pragma: no cover
-        return "0+unknown"
-
-
-def cache_dir() -> Path:
-    d = os.environ.get("PYPTO_CACHE_DIR")
-    return Path(d) if d else Path.home() / ".cache" / "pypto"
-
-
 def cache_key(source: str) -> str:
     h = hashlib.sha256()
     for part in (source, compiler_identity(), " ".join(FLAGS), cpu_identity(), headers_digest(),
-                 str(abi_version()), pypto_version()):
+                 str(abi_version()), __version__):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()
@@ -158,64 +124,18 @@ def _opt(options, group: str, key: str, default):
         return default
 
 
-# ---- files ---------------------------------------------------------------------------------------------------
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def _atomic_write(path: Path, data: bytes):
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
-def _valid(so: Path, sha: Path) -> bool:
-    try:
-        want = sha.read_text().strip()
-        return bool(want) and _sha256_file(so) == want
-    except OSError:
-        return False
-
-
-class _FileLock:
-    def __init__(self, path: Path):
-        self.path = path
-
-    def __enter__(self):
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        fcntl.flock(self.fd, fcntl.LOCK_EX)
-        return self
-
-    def __exit__(self, *exc):
-        fcntl.flock(self.fd, fcntl.LOCK_UN)
-        os.close(self.fd)
-        return False
-
-
 def compile_source(source: str, options=None, kernel_name: str = "kernel") -> tuple[str, str, float, bool, str]:
     """Compile (or find in the cache) `source`. Returns (library, source_path, seconds, cached, key)."""
     key = cache_key(source)
     d = cache_dir() / key[:2]
     d.mkdir(parents=True, exist_ok=True)
     so, sha, cpp = d / f"{key}.so", d / f"{key}.so.sha256", d / f"{key}.cpp"
-    if _valid(so, sha):
+    if valid_library(so, sha):
         return str(so), str(cpp), 0.0, True, key
-    with _FileLock(d / f"{key}.lock"):
-        if _valid(so, sha):       # another thread/process built it while we waited
+    with FileLock(d / f"{key}.lock"):
+        if valid_library(so, sha):       # another thread/process built it while we waited
             return str(so), str(cpp), 0.0, True, key
-        _atomic_write(cpp, source.encode())
+        atomic_write(cpp, source.encode())
         fd, tmp_so = tempfile.mkstemp(dir=d, prefix=f"{key}.", suffix=".so.tmp")
         os.close(fd)
         cmd = [CXX, *FLAGS, "-I", str(include_dir()), "-o", tmp_so, str(cpp)]
@@ -238,23 +158,10 @@ def compile_source(source: str, options=None, kernel_name: str = "kernel") -> tu
                 pass
             raise CompileError(f"kernel '{kernel_name}': C++ compilation failed (source saved at {cpp}):\n"
                                f"{r.stderr.strip()}")
-        _atomic_write(sha, (_sha256_file(Path(tmp_so)) + "\n").encode())
+        atomic_write(sha, (sha256_file(Path(tmp_so)) + "\n").encode())
         os.replace(tmp_so, so)
     return str(so), str(cpp), seconds, False, key
 
 
-def build(prepared, request) -> BuildResult:
-    """Trace `prepared` for `request`, generate C++, compile it (or reuse the cached library)."""
-    from ..codegen import generate
-    from ..ir import trace
-
-    kernel_ir = trace(prepared, request)
-    ir_text = str(kernel_ir)
-    source = generate(kernel_ir)  # debug dumps: JITKernel._dump (one file pair per specialization)
-    lib, src_path, seconds, cached, key = compile_source(source, request.options, request.kernel_name)
-    return BuildResult(library=lib, source_path=src_path, source=source, ir_text=ir_text,
-                       written=tuple(kernel_ir.written), compile_seconds=seconds, cached=cached, key=key)
-
-
-__all__ = ["BuildResult", "build", "compile_source", "include_dir", "cache_dir", "cache_key",
+__all__ = ["compile_source", "include_dir", "cache_dir", "cache_key",
            "compiler_identity", "cpu_identity", "abi_version", "FLAGS"]

@@ -17,7 +17,9 @@ import threading
 import warnings
 from pathlib import Path
 
-from .toolchain import CXX, cache_dir, compiler_identity, include_dir
+from .. import _core
+from .cache import cache_dir
+from .toolchain import CXX, compiler_identity, include_dir
 
 _lock = threading.Lock()
 _state: dict = {}
@@ -71,8 +73,6 @@ def ensure_installed() -> str:
         if "status" in _state:
             return _state["status"]
         torch = sys.modules["torch"]
-        from .. import _core
-
         try:
             why = _core.install_torch_reader(str(build(torch)), torch.Tensor, _probes(torch))
         except Exception as e:  # a missing compiler or headers must never break a kernel call

@@ -14,9 +14,13 @@ A bundle is a directory: `manifest.json` (format, pypto and kernel-ABI versions,
 parameter table and per specialization its tensor key words, constant values, written mask, library and sha256)
 and `lib/*.so`. Constants are recorded by value (typed: None, bool, int, float by exact bits, str, tuples/lists,
 enum members); guarded globals are frozen at export time (recorded for information).
+
+Layer 8: may import every layer below (errors, vocab, ir, language, codegen, compiler, verify, frontend); it
+installs `export` on the frontend's kernels. Never bench.
 """
 from __future__ import annotations
 
+import enum
 import hashlib
 import json
 import os
@@ -27,6 +31,14 @@ import tempfile
 import types
 from pathlib import Path
 from typing import Any, Iterable
+
+from .._version import __version__
+from ..compiler import toolchain
+from ..frontend.jit import JITKernel
+from ..vocab.annotations import DYNAMIC, DynamicDim, Tensor
+from ..vocab.dtypes import DataType
+from ..vocab.options import RunMode
+from ..vocab.params import DynDim
 
 FORMAT = "pypto-bundle"
 FORMAT_VERSION = 1
@@ -43,8 +55,6 @@ class ExportError(Exception):
 # ---- values --------------------------------------------------------------------------------------------------
 def encode_value(v: Any, where: str) -> dict:
     """A constant's value, typed and exact (the C++ runtime matches call arguments against it)."""
-    import enum
-
     if v is None:
         return {"type": "none"}
     if isinstance(v, bool):
@@ -79,8 +89,6 @@ def encode_value(v: Any, where: str) -> dict:
 # ---- kernels and examples ------------------------------------------------------------------------------------
 def _frontend(kernel):
     """The Python-side JITKernel of a decorated kernel (the native object falls back to it for attributes)."""
-    from ..frontend.jit import JITKernel
-
     if isinstance(kernel, JITKernel):
         return kernel, kernel._native_ref()
     exp = getattr(kernel, "export", None)
@@ -92,8 +100,6 @@ def _frontend(kernel):
 
 def _materialize(a, param, kernel_name: str):
     """A concrete `pypto.Tensor(shape, dtype)` spec -> a zero tensor of that shape and dtype."""
-    from ..frontend.annotations import Tensor
-
     if not isinstance(a, Tensor):
         return a
     where = f"kernel '{kernel_name}': parameter '{param.name if param else '?'}'"
@@ -104,15 +110,11 @@ def _materialize(a, param, kernel_name: str):
         if not isinstance(d, int):
             ann = param.annotation if param is not None else None
             pd = ann.shape[axis] if ann is not None and ann.shape is not None and axis < len(ann.shape) else None
-            from ..frontend.annotations import DYNAMIC, DynamicDim
-
             if not (pd is DYNAMIC or isinstance(pd, DynamicDim)):
                 raise ExportError(f"{where}: dimension {axis} of the example spec {a!r} is symbolic, but the "
                                   f"parameter's dimension is not DYNAMIC; give a concrete size")
     try:
         import torch
-
-        from ..frontend.dtypes import DataType
 
         tdt = {DataType.DT_BOOL: torch.bool, DataType.DT_INT8: torch.int8, DataType.DT_INT16: torch.int16,
                DataType.DT_INT32: torch.int32, DataType.DT_INT64: torch.int64, DataType.DT_UINT8: torch.uint8,
@@ -178,8 +180,6 @@ def _params_json(front) -> list:
 
 
 def _tensors_json(request) -> list:
-    from ..frontend.signature import DynDim
-
     out = []
     for t in request.tensors:
         shape = [(None if d.name is None else d.name) if isinstance(d, DynDim) else int(d) for d in t.dims]
@@ -260,8 +260,6 @@ def _kernel_entry(front, native, examples, libdir: Path, used_libs: set) -> dict
                       "written_mask": written, "tensors": _tensors_json(request),
                       "library": f"lib/{fname}", "sha256": sha})
     opts = front.options
-    from ..frontend.option_schema import RunMode
-
     return {
         "name": name,
         "run_mode": RunMode(int(opts.runtime["run_mode"])).name,
@@ -311,9 +309,6 @@ def export_kernel(kernel, directory, examples: Iterable = ()) -> Path:
 
 
 def _export(pairs: list, directory: Path) -> Path:
-    from .. import __version__
-    from ..compiler import toolchain
-
     libdir = directory / "lib"
     libdir.mkdir(parents=True, exist_ok=True)
     used: set = set()
@@ -345,11 +340,6 @@ def _export(pairs: list, directory: Path) -> Path:
     return path
 
 
-def load_manifest(directory) -> dict:
-    with open(Path(directory) / "manifest.json") as f:
-        return json.load(f)
-
-
 class _CallableModule(types.ModuleType):
     """`pypto.export(...)` calls export(); `pypto.export.<name>` is this module's attribute."""
 
@@ -359,4 +349,15 @@ class _CallableModule(types.ModuleType):
 
 sys.modules[__name__].__class__ = _CallableModule
 
-__all__ = ["export", "export_kernel", "encode_value", "load_manifest", "ExportError", "FORMAT", "FORMAT_VERSION"]
+
+def _kernel_export(self, directory, *examples):
+    """Write an AOT bundle for the C++ runtime (docs/embedding.md): compiles each example (a tuple of args,
+    or an (args, kwargs) pair) and copies its library; no examples: the existing specializations."""
+    return export_kernel(self, directory, examples)
+
+
+# The export layer sits above the frontend and gives its kernels their `export` method (the frontend never
+# imports upward); the native kernel reaches it through its attribute fallback.
+JITKernel.export = _kernel_export
+
+__all__ = ["export", "export_kernel", "encode_value", "ExportError", "FORMAT", "FORMAT_VERSION"]

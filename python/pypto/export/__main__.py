@@ -44,7 +44,7 @@ def _namespace() -> dict:
         torch = None
 
     def T(*shape, dtype="float32"):
-        from pypto.frontend.dtypes import DataType
+        from pypto.vocab.dtypes import DataType
 
         if isinstance(dtype, DataType):
             dtype = dtype.short

@@ -1,7 +1,14 @@
-"""pypto.frontend: the decorator and the parameter annotations (parse once, at decoration)."""
-from .annotations import DYN, DYNAMIC, STATIC, DynamicDim, Scalar, Tensor, TileOpFormat, dynamic
+"""pypto.frontend — layer 7: the decorator. Parse once, at decoration; then the native core owns every call.
+
+`jit` validates options, reads the parameter table, rewrites the body's control flow (`rewrite`), collects the
+globals to guard (`guards`) and creates the native kernel; on a miss it runs `compiler.pipeline`. `explain` and
+`verified` (verify_options) live here too. May import: errors, vocab, ir, language, codegen, compiler, verify and
+the native `_core`. Never export or bench (the export layer installs `kernel.export` itself).
+The annotations are re-exported here because the reference pypto spells them `pypto.frontend.dynamic`, ...
+"""
+from ..vocab.annotations import DYN, DYNAMIC, STATIC, DynamicDim, Scalar, Tensor, TileOpFormat, dynamic
 from .jit import jit
-from .option_schema import CompileStage, RunMode, options
+from ..vocab.options import CompileStage, RunMode, options
 
 __all__ = ["jit", "dynamic", "Tensor", "Scalar", "STATIC", "DYNAMIC", "DYN", "DynamicDim", "TileOpFormat",
            "RunMode", "CompileStage", "options"]

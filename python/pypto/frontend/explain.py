@@ -7,11 +7,12 @@ dim, a constant, or a guarded global.
 """
 from __future__ import annotations
 
+import inspect
 import struct
 
-from .annotations import STATIC
-from .dtypes import DataType
-from .signature import CONSTEXPR, TENSOR
+from ..vocab.annotations import STATIC
+from ..vocab.dtypes import DataType
+from ..vocab.params import CONSTEXPR, TENSOR
 
 
 def _layout(front, meta: tuple) -> list[str]:
@@ -38,9 +39,8 @@ def _layout(front, meta: tuple) -> list[str]:
     return labels
 
 
-def _bind(front, args, kwargs) -> dict:
-    import inspect
-
+def bind_arguments(front, args, kwargs) -> dict:
+    """The call's arguments by parameter name, defaults filled in (Python's own binding rules)."""
     sig = inspect.signature(front.fn)
     bound = sig.bind(*args, **kwargs)
     bound.apply_defaults()
@@ -55,7 +55,7 @@ def explain(front, native, args, kwargs) -> str:
     specs = native._specializations()
     if not specs:
         return f"kernel '{front.name}': miss (no specialization compiled yet)"
-    by_name = _bind(front, args, kwargs)
+    by_name = bind_arguments(front, args, kwargs)
     labels = _layout(front, meta)
     best = None
     for skey, info, _lib, _secs in specs:

@@ -3,23 +3,30 @@
 Reading top-down: the decorator validates options, reads the signature into the parameter table, prepares the body
 (AST, once), finds the globals to guard, and creates a `pypto._core.JitFunction` — the object the user calls.
 A cache-hit call runs no Python at all. On a miss the core calls `JITKernel._on_miss`, which describes the
-specialization (`SpecRequest`), builds it (trace → IR → C++ → shared library, disk-cached) and hands the library
+specialization (`SpecializationRequest`), builds it (trace → IR → C++ → shared library, disk-cached) and hands the library
 back to the core.
 """
 from __future__ import annotations
 
 import functools
+import os
 import threading
 import time
+import weakref
 from typing import Any
 
 from .. import _core
+from ..compiler import pipeline
+from ..compiler.torch_reader import ensure_installed
 from ..errors import KernelDefinitionError
-from . import option_schema as _options
-from .annotations import DYNAMIC, STATIC, DynamicDim
-from .dtypes import DataType
+from ..vocab import options as _options
+from ..vocab.annotations import DYNAMIC, STATIC, DynamicDim
+from ..vocab.dtypes import DataType
+from .explain import explain as explain_call
 from .guards import collect_guards, function_ast
-from .signature import (CONSTEXPR, SCALAR, TENSOR, DynDim, ScalarArgSpec, SpecRequest, TensorArgSpec,
+from .rewrite import prepare
+from .verified import VerifiedKernel
+from ..vocab.params import (CONSTEXPR, SCALAR, TENSOR, DynDim, ScalarArg, SpecializationRequest, TensorArg,
                         build_params)
 
 _KIND_CODE = {TENSOR: 0, CONSTEXPR: 1, SCALAR: 2}
@@ -46,9 +53,7 @@ class JITKernel:
         self.dim_names: list[str] = []
         self.tree = function_ast(fn)
         self.guards = collect_guards(fn, self.tree)
-        from .rewrite import prepare  # the kernel body, parsed and rewritten once
-
-        self.prepared = prepare(fn, self.name)
+        self.prepared = prepare(fn, self.name)  # the kernel body, parsed and rewritten once
         self._lock = threading.Lock()
         self._inflight: dict[bytes, _InFlight] = {}
         self._native_ref = None
@@ -85,7 +90,7 @@ class JITKernel:
         return (_DIM_FIXED, int(d))
 
     # -- the miss ------------------------------------------------------------------------------------------
-    def spec_request(self, args: tuple, meta: tuple) -> SpecRequest:
+    def specialization_request(self, args: tuple, meta: tuple) -> SpecializationRequest:
         """Describe the specialization selected by the bound arguments `args` (one per parameter); `meta` holds
         (dtype code, shape) per tensor argument, as the native core read them."""
         tensors, scalars, constants = [], [], {}
@@ -102,12 +107,12 @@ class JITKernel:
                         dims.append(DynDim(p.name, axis, d.name))
                     else:
                         dims.append(size)
-                tensors.append(TensorArgSpec(p.name, p.kind_index, DataType(dtype_code), tuple(dims), ann.format))
+                tensors.append(TensorArg(p.name, p.kind_index, DataType(dtype_code), tuple(dims), ann.format))
             elif p.kind == SCALAR:
-                scalars.append(ScalarArgSpec(p.name, p.kind_index, p.annotation.dtype))
+                scalars.append(ScalarArg(p.name, p.kind_index, p.annotation.dtype))
             else:
                 constants[p.name] = a
-        return SpecRequest(self.name, self.params, tensors, scalars, constants, self.options.as_dict())
+        return SpecializationRequest(self.name, self.params, tensors, scalars, constants, self.options.as_dict())
 
     def _on_miss(self, args: tuple, key: bytes, meta: tuple):
         with self._lock:
@@ -135,21 +140,16 @@ class JITKernel:
                 self._inflight.pop(key, None)
 
     def _build(self, args: tuple, meta: tuple):
-        from ..compiler import build
-        from ..compiler.torch_reader import ensure_installed
-
         ensure_installed()  # once per process: the fast torch.Tensor reader for the calls that follow
 
-        request = self.spec_request(args, meta)
+        request = self.specialization_request(args, meta)
         stage = self.options.host["compile_stage"]
         if stage != _options.CompileStage.ALL_COMPLETE:
-            from ..compiler.launch import build_until
-
-            self.last_stage = build_until(self.prepared, request, stage)  # trace / C++ / .so, as asked
+            self.last_stage = pipeline.build_until(self.prepared, request, stage)  # trace / C++ / .so, as asked
             self._dump(self.last_stage)
             return None  # stop after the requested stage: nothing is launched
         t0 = time.perf_counter()
-        result = build(self.prepared, request)
+        result = pipeline.build(self.prepared, request)
         seconds = result.compile_seconds if result.compile_seconds else time.perf_counter() - t0
         self._dump(result)
         written = 0
@@ -163,8 +163,6 @@ class JITKernel:
         dbg = self.options.debug
         if not dbg.get("compile_debug_mode"):
             return
-        import os
-
         ddir = dbg.get("dump_dir") or os.path.join(os.getcwd(), "pypto_dump")
         os.makedirs(ddir, exist_ok=True)
         lib = getattr(result, "library", None)
@@ -179,16 +177,7 @@ class JITKernel:
     # -- introspection (reached through the native object's attribute fallback) ----------------------------
     def explain(self, *args, **kwargs) -> str:
         """Would this call hit? For a miss: which key component differs from the nearest specialization."""
-        from .explain import explain
-
-        return explain(self, self._native_ref(), args, kwargs)
-
-    def export(self, directory, *examples):
-        """Write an AOT bundle for the C++ runtime (docs/embedding.md): compiles each example (a tuple of args,
-        or an (args, kwargs) pair) and copies its library; no examples: the existing specializations."""
-        from ..export import export_kernel
-
-        return export_kernel(self, directory, examples)
+        return explain_call(self, self._native_ref(), args, kwargs)
 
     def __repr__(self) -> str:
         return f"<pypto kernel frontend '{self.name}'>"
@@ -208,14 +197,10 @@ def _make(fn, groups: dict[str, Any]):
                                int(resolved.runtime["run_mode"]),
                                int(resolved.runtime["device_sched_parallelism"]),
                                int(resolved.debug["runtime_debug_mode"]))
-    import weakref
-
     front._native_ref = weakref.ref(native)
     functools.update_wrapper(native, fn, updated=())
     if resolved.verify["enable_pass_verify"]:
-        from ..compiler.launch import VerifiedKernel  # every call verifies each stage before launching
-
-        return VerifiedKernel(front, native)
+        return VerifiedKernel(front, native)  # every call verifies each stage before launching
     return native
 
 

@@ -31,6 +31,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..errors import KernelDefinitionError, KernelTraceError
+from ..ir import sym as S
+from ..ir.builder import active
+from ..ir.nodes import PARAM, Value
 
 _FACTORY = "__pypto_factory__"
 _RT = "__pypto_rt__"
@@ -68,8 +71,6 @@ class _Runtime:
                     f"branches are compiled into the kernel, so `{what}` cannot leave one of them at trace time")
 
     def check_rebind(self, current, name: str, lineno: int):
-        from ..ir.nodes import PARAM, Value
-
         if isinstance(current, Value) and current.storage.kind == PARAM and current.is_root:
             raise KernelTraceError(
                 f"kernel '{self.kernel_name}': `{name} = ...` rebinds the tensor parameter '{name}' and writes "
@@ -107,9 +108,6 @@ class _Branch:
     __slots__ = ("rt", "sym", "taken", "stmt", "lineno", "names", "pre", "then_vals", "builder", "cond")
 
     def __init__(self, rt, cond, lineno, loc, names):
-        from ..ir import sym as S
-        from ..ir.builder import active
-
         self.rt, self.lineno, self.names = rt, lineno, names
         self.stmt = None
         b = active()
@@ -150,7 +148,6 @@ class _Branch:
             self.builder.branch_end(self.stmt)
 
     def merge(self, loc) -> dict:
-        from ..ir import sym as S
 
         out = {}
         where = f"{self.rt.filename}:{self.lineno}"

@@ -11,7 +11,7 @@ expression) dim; two different symbolic dims are assumed equal and checked when 
 """
 from __future__ import annotations
 
-from ..frontend.dtypes import DataType as DT
+from ..vocab.dtypes import DataType as DT
 from . import sym as S
 
 _FLOAT_RANK = {DT.DT_FP16: 1, DT.DT_BF16: 1, DT.DT_FP32: 2, DT.DT_FP64: 3}

@@ -12,9 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..frontend.dtypes import DataType
+from ..vocab.dtypes import DataType
 from . import sym as S
-from .tensor_ops import TensorOps
 
 PARAM, TEMP, LOCAL = "param", "temp", "local"
 
@@ -49,8 +48,10 @@ class Storage:
         return n
 
 
-class Value(TensorOps):
-    """A tensor inside a kernel trace (the object users see as a tensor parameter / op result)."""
+class Value:
+    """A tensor inside a kernel trace (the object users see as a tensor parameter / op result). Its Python
+    operators and methods (`a + b`, slicing, `.sum()`) are installed by the language layer
+    (`pypto/language/tensor_methods.py`)."""
 
     __slots__ = ("vid", "dtype", "shape", "cap", "storage", "offset", "strides", "scope", "label")
 
@@ -191,8 +192,8 @@ class Block:
 @dataclass
 class Kernel:
     name: str
-    tensors: list                  # TensorArgSpec in ABI order
-    scalars: list                  # ScalarArgSpec in ABI order
+    tensors: list                  # TensorArg in ABI order
+    scalars: list                  # ScalarArg in ABI order
     constants: dict
     params: dict                   # tensor param name -> root Value
     scalar_vars: dict              # scalar param name -> Sym var

@@ -7,7 +7,7 @@ symbolic vars; constexpr parameters are passed as their Python values.
 from __future__ import annotations
 
 from ..errors import KernelTraceError
-from ..frontend.signature import CONSTEXPR, SCALAR, TENSOR, DynDim, SpecRequest
+from ..vocab.params import CONSTEXPR, SCALAR, TENSOR, DynDim, SpecializationRequest
 from . import sym as S
 from .builder import Builder, activate
 from .nodes import PARAM, Kernel
@@ -17,7 +17,7 @@ def _cident(name: str) -> str:
     return "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in name)
 
 
-def trace(prepared, request: SpecRequest) -> Kernel:
+def trace(prepared, request: SpecializationRequest) -> Kernel:
     b = Builder(request.kernel_name)
     dyn_vars = []
     named = {}

@@ -1,18 +1,13 @@
 """Helpers shared by the language ops: argument checking and the elementwise-op constructor."""
 from __future__ import annotations
 
-from ..frontend.dtypes import DataType
+from ..vocab.dtypes import DataType, from_any
 from ..ir import sym as S
 from ..ir.builder import current
 from ..ir.infer import broadcast_shapes, compute_dtype, fmt_shape, promote, promote_scalar
 from ..ir.nodes import Value
 
 DT = DataType
-
-
-def is_scalar(x) -> bool:
-    return isinstance(x, (int, float, S.Sym)) and not (isinstance(x, S.Sym) and x.kind == S.BOOL) or \
-        isinstance(x, bool)
 
 
 def check_tensor(x, op: str, what: str = "argument") -> Value:
@@ -41,8 +36,6 @@ def check_dtype(dt, op: str) -> DataType:
     if isinstance(dt, DataType):
         return dt
     try:
-        from ..frontend.dtypes import from_any
-
         return from_any(dt)
     except Exception:
         raise current(op).error(op, f"dtype must be a pypto dtype such as pypto.DT_FP32, got {dt!r}") from None
@@ -111,6 +104,6 @@ def elementwise(fn: str, args, out_dtype: DataType, cts, op: str) -> Value:
     return b.op("ew", out, args, fn=fn, cts=tuple(cts), tile=b.vec_tile)
 
 
-__all__ = ["DT", "Value", "S", "current", "is_scalar", "check_tensor", "check_operand", "check_dtype",
+__all__ = ["DT", "Value", "S", "current", "check_tensor", "check_operand", "check_dtype",
            "check_int_like", "check_int_list", "result_dtype", "broadcast", "elementwise", "compute_dtype",
            "fmt_shape"]

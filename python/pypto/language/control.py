@@ -98,17 +98,6 @@ def is_loop_end(i):
     return S.compare(">=" if lp.step > 0 else "<=", nxt, lp.stop)
 
 
-def set_verify_golden_data(in_out_tensors=None, goldens=None):
-    """Golden data for kernels compiled with verify_options={"enable_pass_verify": True}: `goldens` has one
-    entry per tensor parameter (the expected tensor after the kernel ran, or None to skip it);
-    `in_out_tensors` optionally replaces the call's tensor arguments for the verification run. Every stage
-    (the traced IR run by the reference interpreter, the compiled kernel) is compared with it within
-    pass_verify_error_tol; without goldens the compiled kernel is compared with the interpreted IR."""
-    from ..compiler.launch import set_verify_golden_data as _set
-
-    _set(in_out_tensors, goldens)
-
-
 def _scalar_minmax(args, fn, op):
     b = current(op)
     if len(args) == 1 and isinstance(args[0], (list, tuple)):

@@ -8,6 +8,7 @@ from __future__ import annotations
 from ..ir.infer import norm_dim
 from ._helpers import (DT, S, Value, check_dtype, check_tensor, compute_dtype, current, fmt_shape)
 from . import elementwise as E
+from .shape_ops import transpose
 
 
 def _reduce(fn: str, t, dim, keepdim: bool, op: str, out_dtype=None) -> Value:
@@ -127,8 +128,6 @@ def matmul(a, b, out_dtype=None, a_trans=False, b_trans=False):
     if out_dtype is None:
         out_dtype = DT.DT_FP32 if a.dtype in (DT.DT_FP16, DT.DT_BF16) else a.dtype
     out_dtype = check_dtype(out_dtype, op)
-    from .shape_ops import transpose
-
     for name, x in (("a", a), ("b", b)):
         if len(x.shape) not in (2, 3):
             raise bld.error(op, f"{name} must be rank 2 or 3, got shape {fmt_shape(x.shape)}")

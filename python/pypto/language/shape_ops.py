@@ -13,6 +13,7 @@ from ..ir.infer import norm_dim
 from ..ir.nodes import LOCAL, row_major, same_dim
 from ._helpers import (DT, S, Value, check_dtype, check_int_like, check_int_list, check_operand, check_tensor,
                        current, elementwise, fmt_shape)
+from .elementwise import cast, eq
 
 
 def _cap_for(d, parent_cap):
@@ -485,8 +486,6 @@ def one_hot(t, num_classes):
         raise b.error(op, f"needs an integer tensor, got {t.dtype.short}")
     if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes <= 0:
         raise b.error(op, f"num_classes must be a positive static int, got {num_classes!r}")
-    from .elementwise import cast, eq
-
     return cast(eq(unsqueeze(t, -1), arange(num_classes)), DT.DT_INT64)
 
 

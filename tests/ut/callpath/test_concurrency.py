@@ -21,17 +21,17 @@ def make_axpy(name_suffix=""):
 
 @pytest.fixture
 def build_calls(monkeypatch):
-    """Counts calls of pypto.compiler.build (the one function a miss calls to trace + generate + compile)."""
+    """Counts calls of pypto.compiler.pipeline.build (the one function a miss calls to trace + generate + compile)."""
     calls = []
     lock = threading.Lock()
-    real = pypto.compiler.build
+    real = pypto.compiler.pipeline.build
 
     def counting_build(*args, **kwargs):
         with lock:
             calls.append(threading.get_ident())
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(pypto.compiler, "build", counting_build)
+    monkeypatch.setattr(pypto.compiler.pipeline, "build", counting_build)
     return calls
 
 

@@ -8,9 +8,9 @@ import torch
 import pypto
 from pypto.codegen import generate
 from pypto.compiler import compile_source
-from pypto.compiler.launch import simple_request
+from pypto.testing import simple_request
 from pypto.frontend.rewrite import prepare
-from pypto.frontend.signature import build_params
+from pypto.vocab.params import build_params
 from pypto.ir import trace
 
 F32 = pypto.Tensor([pypto.STATIC, pypto.STATIC], pypto.DT_FP32)

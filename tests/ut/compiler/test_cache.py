@@ -10,10 +10,11 @@ import torch
 
 import pypto
 from pypto.compiler import build, cache_key, compile_source, compiler_identity, include_dir
-from pypto.compiler.launch import DevKernel, launch, simple_request
+from pypto.testing import DevKernel, simple_request
+from pypto.verify import launch
 from pypto.errors import CompileError, KernelRuntimeError
 from pypto.frontend.rewrite import prepare
-from pypto.frontend.signature import build_params
+from pypto.vocab.params import build_params
 
 F32 = pypto.Tensor([pypto.STATIC, pypto.STATIC], pypto.DT_FP32)
 

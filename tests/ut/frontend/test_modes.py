@@ -10,11 +10,12 @@ import torch
 import pypto
 from pypto.codegen import generate
 from pypto.compiler import compile_source
-from pypto.compiler import launch as launch_mod
-from pypto.compiler.launch import StageReport, simple_request
+from pypto.verify import check as verify_check
+from pypto.testing import simple_request
+from pypto.verify import StageReport
 from pypto.errors import KernelRuntimeError
 from pypto.frontend.rewrite import prepare
-from pypto.frontend.signature import build_params
+from pypto.vocab.params import build_params
 from pypto.ir import Check, trace
 
 F32 = pypto.DT_FP32
@@ -98,12 +99,12 @@ def test_verify_against_user_golden_reports_stage_and_worst_element():
 def test_verify_finds_a_miscompiled_stage(monkeypatch):
     """Without golden data the compiled kernel is compared with the IR interpreter: a wrong binary is caught."""
     k = pypto.frontend.jit(_body, verify_options={"enable_pass_verify": True})
-    real = launch_mod.launch
+    real = verify_check.launch
 
     def broken(library, tensors, scalars=(), num_threads=1, debug_mode=0):
         real(library, tensors, scalars, num_threads, debug_mode)
         tensors[2][3, 1] += 1.0                            # one wrong element
-    monkeypatch.setattr(launch_mod, "launch", broken)
+    monkeypatch.setattr(verify_check, "launch", broken)
     x, y = _rand(5, 8, seed=5), _rand(5, 8, seed=6)
     out = torch.full((5, 8), 4.0)
     with pytest.raises(KernelRuntimeError) as ei:
@@ -115,12 +116,12 @@ def test_verify_finds_a_miscompiled_stage(monkeypatch):
 
 
 def test_verify_tolerance_and_filter(monkeypatch):
-    real = launch_mod.launch
+    real = verify_check.launch
 
     def off_by(library, tensors, scalars=(), num_threads=1, debug_mode=0):
         real(library, tensors, scalars, num_threads, debug_mode)
         tensors[2][0, 0] += 5e-4
-    monkeypatch.setattr(launch_mod, "launch", off_by)
+    monkeypatch.setattr(verify_check, "launch", off_by)
     x, y = _rand(4, 8, seed=7), _rand(4, 8, seed=8)
     loose = pypto.frontend.jit(_body, verify_options={"enable_pass_verify": True,
                                                       "pass_verify_error_tol": [0.0, 1e-3]})
@@ -242,7 +243,7 @@ def test_debug_mode_4_stops_an_out_of_bounds_write_before_it_happens():
     args = (x, torch.zeros(4, 8))
     # without the bounds checks (and with the tracer's own checks removed) the write runs past `out`
     plain = compile_source(_source(k_oob, args, 0, strip_checks=True), None, "k_oob")[0]
-    launch_mod.launch(plain, [x, out])
+    verify_check.launch(plain, [x, out])
     assert torch.equal(buf[4:6], x[4:6] * 2.0)             # memory after the tensor was overwritten
     # with runtime_debug_mode=4 the same kernel fails first, naming kernel, tensor, element index and shape
     buf.fill_(-7.0)
@@ -250,7 +251,7 @@ def test_debug_mode_4_stops_an_out_of_bounds_write_before_it_happens():
     assert "pypto_rt::check_view(ctx" in src
     lib = compile_source(src, None, "k_oob")[0]
     with pytest.raises(KernelRuntimeError) as ei:
-        launch_mod.launch(lib, [x, out], debug_mode=4)
+        verify_check.launch(lib, [x, out], debug_mode=4)
     msg = str(ei.value)
     assert msg.startswith("kernel 'k_oob': runtime_debug_mode=4: ")
     assert "out-of-bounds access of tensor 'out': element index [5, 7] (flat 47) is outside the tensor of " \

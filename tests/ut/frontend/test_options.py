@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from pypto.errors import OptionError
-from pypto.frontend import option_schema as O
-from pypto.frontend.option_schema import (
+from pypto.vocab import options as O
+from pypto.vocab.options import (
     GROUP_NAMES, SCHEMAS, CompileStage, CompStage, ResolvedOptions, RunMode, current_scope, detect_cann,
     options, validate_options,
 )

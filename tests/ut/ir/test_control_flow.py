@@ -8,10 +8,10 @@ import torch
 
 import pypto
 from pypto.codegen import generate
-from pypto.compiler.launch import simple_request
+from pypto.testing import simple_request
 from pypto.errors import KernelTraceError
 from pypto.frontend.rewrite import prepare
-from pypto.frontend.signature import build_params
+from pypto.vocab.params import build_params
 from pypto.ir import trace
 
 F32 = pypto.DT_FP32

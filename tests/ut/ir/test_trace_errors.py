@@ -5,10 +5,10 @@ import pytest
 import torch
 
 import pypto
-from pypto.compiler.launch import DevKernel, simple_request
+from pypto.testing import DevKernel, simple_request
 from pypto.errors import KernelTraceError
 from pypto.frontend.rewrite import prepare
-from pypto.frontend.signature import build_params
+from pypto.vocab.params import build_params
 from pypto.ir import trace
 
 T = pypto.Tensor

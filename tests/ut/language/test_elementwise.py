@@ -169,7 +169,7 @@ CASTS = [(torch.float32, torch.float16), (torch.float32, torch.bfloat16), (torch
 def test_cast(src, dst):
     a = _rand((11, 7), src, -100.0, 100.0, seed=12)
     out = torch.zeros(11, 7, dtype=dst)
-    pdst = pypto.frontend.dtypes.from_torch(dst)
+    pdst = pypto.vocab.dtypes.from_torch(dst)
     _unary_kernel(lambda x: pypto.cast(x, pdst))(a, out)
     assert torch.equal(out, a.to(dst))
 
@@ -181,7 +181,7 @@ def test_cast_rounding_edge_cases():
                         dtype=torch.float32).reshape(1, -1)
     for dst in (torch.float16, torch.bfloat16):
         out = torch.zeros(vals.shape, dtype=dst)
-        pdst = pypto.frontend.dtypes.from_torch(dst)
+        pdst = pypto.vocab.dtypes.from_torch(dst)
         _unary_kernel(lambda x: pypto.cast(x, pdst))(vals, out)
         assert torch.equal(out.view(torch.int16), vals.to(dst).view(torch.int16))
 

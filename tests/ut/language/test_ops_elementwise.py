@@ -19,7 +19,7 @@ def _nz(x):
 
 
 def _float_cases(dt):
-    p = pypto.frontend.dtypes.from_torch(dt)
+    p = pypto.vocab.dtypes.from_torch(dt)
     cases = [
         # operators, tensor (+) tensor, tensor (+) broadcast row, tensor (+) scalar, scalar (+) tensor
         ("add", lambda a, b, c: a + b, lambda a, b, c: a + b),
@@ -252,7 +252,7 @@ def test_scalar_conversion_matches_torch(dt):
         ("eq", lambda a, b, c: a == 0.30000001192092896, lambda a, b, c: a == 0.30000001192092896),
         ("max", lambda a, b, c: pypto.maximum(a, s1), lambda a, b, c: torch.clamp(a, min=s1)),
         ("where", lambda a, b, c: pypto.where(a > 0, a, s2), lambda a, b, c: torch.where(a > 0, a, s2)),
-        ("full", lambda a, b, c: pypto.full([3], s1, pypto.frontend.dtypes.from_torch(dt)),
+        ("full", lambda a, b, c: pypto.full([3], s1, pypto.vocab.dtypes.from_torch(dt)),
          lambda a, b, c: torch.full((3,), s1, dtype=dt)),
     ]
     check(run_multi(cases, a, a, a))

@@ -51,7 +51,7 @@ def test_gather_scatter_topk(dt, xs):
                     (f"topk_i{d}_{k}_{largest}", lambda a, b, c, d=d, k=k, lg=largest: pypto.topk(a, k, d, lg)[1],
                      lambda a, b, c, d=d, k=k, lg=largest: _stable_topk(a, k, d, lg)[1]),
                 ]
-    pdt = pypto.frontend.dtypes.from_torch(dt)
+    pdt = pypto.vocab.dtypes.from_torch(dt)
     cases.append(("scatter_src", lambda a, b, c: pypto.scatter_update(a, 0, c, pypto.cast(c, pdt) * 2 + 1),
                   lambda a, b, c: a.scatter(0, c, (c.to(dt) * 2 + 1))))
     check(run_multi(cases, x, b, c))

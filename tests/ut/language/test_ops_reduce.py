@@ -85,7 +85,7 @@ MM_SHAPES = [((1, 1), (1, 1)), ((7, 33), (33, 5)), ((3, 5), (5, 130)), ((2, 7, 9
 def test_matmul(dt, sa, sb):
     a, b = rand(sa, dt, seed=5), rand(sb, dt, seed=6)
     out_dt = torch.float32 if dt in (torch.float16, torch.bfloat16) else dt
-    pout = pypto.frontend.dtypes.from_torch(dt)
+    pout = pypto.vocab.dtypes.from_torch(dt)
     cases = [("at", lambda a, b, c: a @ b, lambda a, b, c: (a.double() @ b.double()).to(out_dt)),
              ("mm_out", lambda a, b, c: pypto.matmul(a, b, pout), lambda a, b, c: (a.double() @ b.double()).to(dt)),
              ("mm_tt", lambda a, b, c: pypto.matmul(b, a, out_dtype=pout, a_trans=True, b_trans=True),

@@ -53,7 +53,7 @@ def _kernel(pdt):
 
 @pytest.mark.parametrize("dt", ALL4)
 def test_shape_ops(dt):
-    k = _kernel(pypto.frontend.dtypes.from_torch(dt))
+    k = _kernel(pypto.vocab.dtypes.from_torch(dt))
     for n in ROWS:
         x = rand((n, 8), dt, seed=n)
         outs = dict(tiled=(n, 8), flat=(n * 8,), e=(3, 8), u=(n, 8), sq=(n,), t=(8, n), p=(4, n, 2), c=(n, 11),
@@ -142,7 +142,7 @@ def test_view_valid_shape_errors():
 
 @pytest.mark.parametrize("dt", [torch.int32, torch.int64, torch.float32])
 def test_arange_one_hot(dt):
-    pdt = pypto.frontend.dtypes.from_torch(dt)
+    pdt = pypto.vocab.dtypes.from_torch(dt)
 
     @pypto.frontend.jit
     def k(x: pypto.Tensor([D], pypto.DT_INT32), r: pypto.Tensor([D], pdt), oh: pypto.Tensor([D, 7], pypto.DT_INT64)):

@@ -17,7 +17,7 @@ import math
 import torch
 
 from ..errors import KernelRuntimeError
-from ..frontend.dtypes import DataType as DT
+from ..vocab.dtypes import DataType as DT
 from ..ir import sym as S
 from ..ir.nodes import PARAM, Assign, Check, If, Kernel, Loop, Op, UnrolledLoop, Value
 

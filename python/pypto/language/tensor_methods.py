@@ -1,111 +1,112 @@
-"""Python operators and methods of kernel tensors (`a + b`, `x[0:4, :]`, `out[:] = e`, `out.move(e)`, ...).
+"""Installs the Python operators and methods of kernel tensors (`a + b`, `x[0:4, :]`, `out[:] = e`,
+`out.move(e)`, ...) on the IR's tensor value.
 
-They forward to the language ops (imported lazily: the language package builds on the IR)."""
+The IR (`pypto.ir.nodes.Value`) sits below the language and must not import it; the language, which defines what
+`+` or slicing means, installs these methods on the IR type when it is imported (`install`), the way JAX's
+array_methods installs its array methods.
+"""
 from __future__ import annotations
 
 from ..errors import KernelTraceError
+from ..ir.builder import current
+from ..ir.nodes import Value
+from ..vocab.dtypes import DataType
+from . import elementwise as ew
+from . import reduce as red
+from . import shape_ops
 
 
-def _L():
-    from .. import language
-
-    return language
-
-
-class TensorOps:
-    __slots__ = ()
+class TensorMethods:
+    """The methods `install` copies onto the IR's Value (never instantiated)."""
 
     # arithmetic -------------------------------------------------------------------------------------------
     def __add__(self, o):
-        return _L().add(self, o)
+        return ew.add(self, o)
 
     def __radd__(self, o):
-        return _L().add(o, self)
+        return ew.add(o, self)
 
     def __sub__(self, o):
-        return _L().sub(self, o)
+        return ew.sub(self, o)
 
     def __rsub__(self, o):
-        return _L().sub(o, self)
+        return ew.sub(o, self)
 
     def __mul__(self, o):
-        return _L().mul(self, o)
+        return ew.mul(self, o)
 
     def __rmul__(self, o):
-        return _L().mul(o, self)
+        return ew.mul(o, self)
 
     def __truediv__(self, o):
-        return _L().div(self, o)
+        return ew.div(self, o)
 
     def __rtruediv__(self, o):
         """scalar / x is computed as torch does it: reciprocal(x) * scalar."""
-        if isinstance(o, TensorOps):
-            return _L().div(o, self)
-        return _L().mul(_L().div(1, self), o)
+        if isinstance(o, Value):
+            return ew.div(o, self)
+        return ew.mul(ew.div(1, self), o)
 
     def __floordiv__(self, o):
-        return _L().floor_divide(self, o)
+        return ew.floor_divide(self, o)
 
     def __rfloordiv__(self, o):
-        return _L().floor_divide(o, self)
+        return ew.floor_divide(o, self)
 
     def __mod__(self, o):
-        return _L().remainder(self, o)
+        return ew.remainder(self, o)
 
     def __rmod__(self, o):
-        return _L().remainder(o, self)
+        return ew.remainder(o, self)
 
     def __pow__(self, o):
-        return _L().pow(self, o)
+        return ew.pow(self, o)
 
     def __rpow__(self, o):
-        return _L().pow(o, self)
+        return ew.pow(o, self)
 
     def __neg__(self):
-        return _L().neg(self)
+        return ew.neg(self)
 
     def __pos__(self):
         return self
 
     def __abs__(self):
-        return _L().abs(self)
+        return ew.abs(self)
 
     def __invert__(self):
         """~mask: logical not of a BOOL tensor. (torch's ~ on integers is bitwise NOT, which the kernel language
         does not have: an error rather than a different result.)"""
-        from ..frontend.dtypes import DataType
-        from .builder import current
-
         if self.dtype != DataType.DT_BOOL:
             raise current("invert").error("invert", f"`~x` needs a bool mask, got a {self.dtype.short} tensor "
                                                     f"(torch's ~ is bitwise there); use pypto.logical_not(x)")
-        return _L().logical_not(self)
+        return ew.logical_not(self)
 
     def __matmul__(self, o):
         """a @ b: matmul with out_dtype = a's dtype for fp32/fp64/int, FP32 for fp16/bf16 inputs."""
-        return _L().matmul(self, o)
+        return red.matmul(self, o)
 
     def __rmatmul__(self, o):
-        return _L().matmul(o, self)
+        return red.matmul(o, self)
 
     # comparisons -> bool masks ------------------------------------------------------------------------------
     def __lt__(self, o):
-        return _L().lt(self, o)
+        return ew.lt(self, o)
 
     def __le__(self, o):
-        return _L().le(self, o)
+        return ew.le(self, o)
 
     def __gt__(self, o):
-        return _L().gt(self, o)
+        return ew.gt(self, o)
 
     def __ge__(self, o):
-        return _L().ge(self, o)
+        return ew.ge(self, o)
 
     def __eq__(self, o):
-        return _L().eq(self, o)
+        return ew.eq(self, o)
 
     def __ne__(self, o):
-        return _L().ne(self, o)
+        return ew.ne(self, o)
 
     __hash__ = object.__hash__
 
@@ -114,33 +115,33 @@ class TensorOps:
         r = fn(self, o)
         if self.storage.writable:
             if r.dtype != self.dtype:
-                r = _L().cast(r, self.dtype)
-            _L().shape_ops.write(self, r, "in-place operator")
+                r = ew.cast(r, self.dtype)
+            shape_ops.write(self, r, "in-place operator")
             return self
         return r
 
     def __iadd__(self, o):
-        return self._inplace(_L().add, o)
+        return self._inplace(ew.add, o)
 
     def __isub__(self, o):
-        return self._inplace(_L().sub, o)
+        return self._inplace(ew.sub, o)
 
     def __imul__(self, o):
-        return self._inplace(_L().mul, o)
+        return self._inplace(ew.mul, o)
 
     def __itruediv__(self, o):
-        return self._inplace(_L().div, o)
+        return self._inplace(ew.div, o)
 
     # indexing and writes ------------------------------------------------------------------------------------------
     def __getitem__(self, idx):
-        return _L().shape_ops.getitem(self, idx)
+        return shape_ops.getitem(self, idx)
 
     def __setitem__(self, idx, value):
-        _L().shape_ops.setitem(self, idx, value)
+        shape_ops.setitem(self, idx, value)
 
     def move(self, e):
         """out.move(e) is out[:] = e."""
-        _L().shape_ops.write(self, e, "move")
+        shape_ops.write(self, e, "move")
 
     def __bool__(self):
         raise KernelTraceError("the truth value of a kernel tensor is only known when the kernel runs; use "
@@ -167,35 +168,43 @@ class TensorOps:
         return self.shape if d is None else self.shape[d]
 
     def sum(self, dim=None, keepdim=False):
-        return _L().sum(self, dim, keepdim)
+        return red.sum(self, dim, keepdim)
 
     def amax(self, dim=None, keepdim=False):
-        return _L().amax(self, dim, keepdim)
+        return red.amax(self, dim, keepdim)
 
     def amin(self, dim=None, keepdim=False):
-        return _L().amin(self, dim, keepdim)
+        return red.amin(self, dim, keepdim)
 
     def exp(self):
-        return _L().exp(self)
+        return ew.exp(self)
 
     def sqrt(self):
-        return _L().sqrt(self)
+        return ew.sqrt(self)
 
     def reshape(self, *shape):
         if len(shape) == 1 and isinstance(shape[0], (list, tuple)):
             shape = shape[0]
-        return _L().reshape(self, list(shape))
+        return shape_ops.reshape(self, list(shape))
 
     def transpose(self, d0, d1):
-        return _L().transpose(self, d0, d1)
+        return shape_ops.transpose(self, d0, d1)
 
     def unsqueeze(self, d):
-        return _L().unsqueeze(self, d)
+        return shape_ops.unsqueeze(self, d)
 
     def cast(self, dtype):
-        return _L().cast(self, dtype)
+        return ew.cast(self, dtype)
 
     astype = cast
 
     def clone(self):
-        return _L().clone(self)
+        return ew.clone(self)
+
+
+
+def install() -> None:
+    """Copy every operator and method of TensorMethods onto the IR's Value (once, when the language is imported)."""
+    for name, attr in vars(TensorMethods).items():
+        if name not in ("__module__", "__qualname__", "__doc__", "__dict__", "__weakref__"):
+            setattr(Value, name, attr)

@@ -93,16 +93,6 @@ def from_numpy(np_dtype) -> DataType:
         raise TypeError(f"numpy dtype {np_dtype} is not supported by pypto") from None
 
 
-def to_numpy(dt: DataType):
-    """numpy dtype for `dt`; bfloat16 has no numpy dtype and raises TypeError."""
-    import numpy as np
-
-    dt = DataType(dt)
-    if dt is DataType.DT_BF16:
-        raise TypeError("numpy has no bfloat16 dtype")
-    return np.dtype(_SHORT[dt])
-
-
 def from_any(obj) -> DataType:
     """Accept a pypto DataType, a torch dtype or a numpy dtype."""
     if isinstance(obj, DataType):

@@ -1,6 +1,6 @@
 """The parameter table: a kernel's signature, read once at decoration.
 
-Also the description of one specialization (`SpecRequest`) handed to the tracer on a cache miss.
+Also the description of one specialization (`SpecializationRequest`) handed to the tracer on a cache miss.
 """
 from __future__ import annotations
 
@@ -106,7 +106,7 @@ class DynDim:
 
 
 @dataclass
-class TensorArgSpec:
+class TensorArg:
     param: str
     index: int                      # tensor index in the kernel ABI (order of tensor parameters)
     dtype: DataType
@@ -115,19 +115,19 @@ class TensorArgSpec:
 
 
 @dataclass
-class ScalarArgSpec:
+class ScalarArg:
     param: str
     index: int                      # scalar index in the kernel ABI
     dtype: DataType
 
 
 @dataclass
-class SpecRequest:
+class SpecializationRequest:
     """Everything a tracer needs for one specialization."""
     kernel_name: str
     params: list[Param]
-    tensors: list[TensorArgSpec]
-    scalars: list[ScalarArgSpec]
+    tensors: list[TensorArg]
+    scalars: list[ScalarArg]
     constants: dict[str, Any]       # constexpr parameter name -> value
     options: dict = field(default_factory=dict)   # resolved option groups
 

@@ -1,0 +1,39 @@
+"""The kernel object `jit(verify_options={"enable_pass_verify": True})` returns: verify, then launch."""
+from __future__ import annotations
+
+import functools
+
+from ..verify import verify
+from .explain import bind_arguments
+
+
+class VerifiedKernel:
+    """What `@pypto.frontend.jit(verify_options={"enable_pass_verify": True})` returns: every call first builds
+    the specialization without launching, runs `verify` on copies of the arguments (raising on a mismatch,
+    with the outputs untouched), then launches the kernel. Everything else (cache_info, explain, compile, ...)
+    is the native kernel's."""
+
+    def __init__(self, front, native):
+        self._front = front
+        self._native = native
+        functools.update_wrapper(self, front.fn, updated=())
+
+    def __call__(self, *args, **kwargs):
+        native, front = self._native, self._front
+        native.compile(*args, **kwargs)
+        hit, key, _meta = native._probe(*args, **kwargs)
+        if hit:
+            info = next((i for k, i, _l, _s in native._specializations() if (k or b"") == (key or b"")), None)
+            if info is not None:
+                front.last_verify = None
+                front.last_verify = verify(front.prepared, info["request"], info["result"].library,
+                                           bind_arguments(front, args, kwargs), front.options,
+                                           int(front.options.runtime["device_sched_parallelism"]),
+                                           int(front.options.debug["runtime_debug_mode"]))
+        return native(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._native, name)
+
+    def __repr__(self):
+        return f"<pypto verified kernel '{self._front.name}'>"

@@ -1,0 +1,93 @@
+"""Helpers for tests and debugging: build and run a kernel without the native core.
+
+`DevKernel(fn)(*args)` prepares, builds and launches through ctypes; `simple_request` binds arguments to a
+SpecializationRequest the way the core does for the common cases (static / DYNAMIC / named dims, constants,
+runtime scalars; no guards). Not used by the product's call path.
+"""
+from __future__ import annotations
+
+from .compiler.pipeline import build
+from .frontend.rewrite import prepare
+from .verify.launch import _data_ptr_shape, launch
+from .vocab.annotations import DYNAMIC, STATIC, DynamicDim
+from .vocab.dtypes import from_any
+from .vocab.params import (CONSTEXPR, SCALAR, TENSOR, DynDim, ScalarArg, SpecializationRequest, TensorArg,
+                           build_params)
+
+
+def _dtype_of(t):
+    return from_any(t.dtype)
+
+
+def simple_request(kernel_name: str, params, args: tuple, kwargs: dict, options=None):
+    """Bind call arguments to (SpecializationRequest, tensor list, scalar list) like the core does (no guards)."""
+    bound = {}
+    for p, a in zip(params, args):
+        bound[p.name] = a
+    bound.update(kwargs)
+    tensors, scalars, constants = [], [], {}
+    tvals, svals = [], []
+    for p in params:
+        if p.name not in bound:
+            if not p.has_default:
+                raise TypeError(f"kernel '{kernel_name}': missing argument '{p.name}'")
+            bound[p.name] = p.default
+        v = bound[p.name]
+        if p.kind == TENSOR:
+            ann = p.annotation
+            _, shape = _data_ptr_shape(v)
+            dt = _dtype_of(v)
+            if ann.dtype is not None and ann.dtype != dt:
+                raise TypeError(f"kernel '{kernel_name}': parameter '{p.name}': expected {ann.dtype}, got {dt}")
+            dims = []
+            ann_dims = list(ann.shape) if ann.shape is not None else [STATIC] * len(shape)
+            if ann.shape is not None and ann.ellipsis:
+                ann_dims += [STATIC] * (len(shape) - len(ann_dims))
+            if len(ann_dims) != len(shape):
+                raise TypeError(f"kernel '{kernel_name}': parameter '{p.name}': expected rank {len(ann_dims)}, "
+                                f"got shape {shape}")
+            for ax, (d, s) in enumerate(zip(ann_dims, shape)):
+                if d is DYNAMIC:
+                    dims.append(DynDim(p.name, ax, None))
+                elif isinstance(d, DynamicDim):
+                    dims.append(DynDim(p.name, ax, d.name))
+                elif d is STATIC:
+                    dims.append(int(s))
+                else:
+                    if int(d) != s:
+                        raise TypeError(f"kernel '{kernel_name}': parameter '{p.name}': dim {ax} must be {d}, "
+                                        f"got {s}")
+                    dims.append(int(s))
+            tensors.append(TensorArg(p.name, p.kind_index, dt, tuple(dims), ann.format))
+            tvals.append(v)
+        elif p.kind == SCALAR:
+            scalars.append(ScalarArg(p.name, p.kind_index, p.annotation.dtype))
+            svals.append((v, p.annotation.dtype.is_float))
+        elif p.kind == CONSTEXPR:
+            constants[p.name] = v
+    req = SpecializationRequest(kernel_name, list(params), tensors, scalars, constants, options or {})
+    return req, tvals, svals
+
+
+class DevKernel:
+    """`DevKernel(fn)(*args)`: prepare + build + ctypes launch, for tests and debugging without the core."""
+
+    def __init__(self, fn, num_threads: int = 1, options=None):
+        self.fn = fn
+        self.name = fn.__name__
+        self.params = build_params(self.name, fn)
+        self.prepared = prepare(fn, self.name)
+        self.num_threads = num_threads
+        self.options = options
+        self.last = None
+
+    def build(self, *args, **kwargs):
+        req, tv, sv = simple_request(self.name, self.params, args, kwargs, self.options)
+        self.last = build(self.prepared, req)
+        return self.last, tv, sv
+
+    def __call__(self, *args, **kwargs):
+        res, tv, sv = self.build(*args, **kwargs)
+        launch(res.library, tv, sv, self.num_threads)
+
+
