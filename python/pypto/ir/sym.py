@@ -7,6 +7,8 @@ value is only known when the kernel runs.
 """
 from __future__ import annotations
 
+import math
+
 from ..errors import KernelTraceError
 
 INT, FLOAT, BOOL = "int", "float", "bool"
@@ -370,39 +372,47 @@ def free_vars(x, out=None) -> dict:
     return out
 
 
-def evaluate(x, env: dict):
-    """Evaluate with `env` mapping var names (display names) to values (used by tests and constant checks)."""
+def evaluate(x, env: dict, key=lambda var: var.args[0]):
+    """The value of `x` with each variable looked up in `env` by `key(var)` (default: its display name; the
+    verify interpreter keys by variable id). The one evaluator of symbolic scalars: it follows the generated
+    C++ (integer // and % by zero give 0; float division by zero gives a signed inf or nan)."""
     if not isinstance(x, Sym):
         return x
     op, a = x.op, x.args
+    ev = (lambda y: evaluate(y, env, key))
     if op == "var":
-        return env[a[0]]
+        return env[key(x)]
     if op == "lin":
-        return a[0] + sum(k * evaluate(t, env) for t, k in a[1])
+        return a[0] + sum(k * ev(t) for t, k in a[1])
     if op == "mul":
-        return evaluate(a[0], env) * evaluate(a[1], env)
-    if op == "fdiv":
-        return evaluate(a[0], env) // evaluate(a[1], env)
-    if op == "mod":
-        return evaluate(a[0], env) % evaluate(a[1], env)
+        return ev(a[0]) * ev(a[1])
+    if op in ("fdiv", "mod"):
+        q, d = ev(a[0]), ev(a[1])
+        return 0 if d == 0 else (q // d if op == "fdiv" else q % d)
     if op == "min":
-        return min(evaluate(a[0], env), evaluate(a[1], env))
+        return min(ev(a[0]), ev(a[1]))
     if op == "max":
-        return max(evaluate(a[0], env), evaluate(a[1], env))
+        return max(ev(a[0]), ev(a[1]))
     if op == "cmp":
-        return _PY_CMP[a[0]](evaluate(a[1], env), evaluate(a[2], env))
+        return _PY_CMP[a[0]](ev(a[1]), ev(a[2]))
     if op == "and":
-        return evaluate(a[0], env) and evaluate(a[1], env)
+        return bool(ev(a[0])) and bool(ev(a[1]))
     if op == "or":
-        return evaluate(a[0], env) or evaluate(a[1], env)
+        return bool(ev(a[0])) or bool(ev(a[1]))
     if op == "not":
-        return not evaluate(a[0], env)
+        return not ev(a[0])
     if op == "select":
-        return evaluate(a[1], env) if evaluate(a[0], env) else evaluate(a[2], env)
+        return ev(a[1]) if ev(a[0]) else ev(a[2])
     if op == "fbin":
-        l, r = float(evaluate(a[1], env)), float(evaluate(a[2], env))
-        return {"+": l + r, "-": l - r, "*": l * r, "/": l / r if r else float("nan")}[a[0]]
-    raise ValueError(op)
+        lhs, rhs = float(ev(a[1])), float(ev(a[2]))
+        if a[0] == "/":
+            return lhs / rhs if rhs else (math.copysign(math.inf, lhs) if lhs else math.nan)
+        return {"+": lhs + rhs, "-": lhs - rhs, "*": lhs * rhs}[a[0]]
+    if op == "tofloat":
+        return float(ev(a[0]))
+    if op == "neg":
+        return -ev(a[0])
+    raise ValueError(f"cannot evaluate symbolic op {op}")
 
 
 # ---- printing ----------------------------------------------------------------------------------------------

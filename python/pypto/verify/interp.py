@@ -44,6 +44,9 @@ def _compute(dt) -> torch.dtype:
     return torch.int64
 
 
+_VAR_ID = (lambda var: var.args[1])  # the interpreter's environment is keyed by variable id
+
+
 class UnsupportedOp(Exception):
     """The interpreter has no rule for an op kind (reported by verify as a skipped stage)."""
 
@@ -64,45 +67,7 @@ class _Interp:
 
     # ---- scalars ----------------------------------------------------------------------------------------------
     def ev(self, x):
-        if isinstance(x, (bool, int, float)):
-            return x
-        if not isinstance(x, S.Sym):
-            return x
-        op, a = x.op, x.args
-        if op == "var":
-            return self.env[a[1]]
-        if op == "lin":
-            return a[0] + sum(k * self.ev(t) for t, k in a[1])
-        if op == "mul":
-            return self.ev(a[0]) * self.ev(a[1])
-        if op == "fdiv":
-            q, d = self.ev(a[0]), self.ev(a[1])
-            return 0 if d == 0 else q // d
-        if op == "mod":
-            q, d = self.ev(a[0]), self.ev(a[1])
-            return 0 if d == 0 else q % d
-        if op == "min":
-            return min(self.ev(a[0]), self.ev(a[1]))
-        if op == "max":
-            return max(self.ev(a[0]), self.ev(a[1]))
-        if op == "cmp":
-            return S._PY_CMP[a[0]](self.ev(a[1]), self.ev(a[2]))
-        if op == "and":
-            return bool(self.ev(a[0])) and bool(self.ev(a[1]))
-        if op == "or":
-            return bool(self.ev(a[0])) or bool(self.ev(a[1]))
-        if op == "not":
-            return not self.ev(a[0])
-        if op == "fbin":
-            lhs, rhs = float(self.ev(a[1])), float(self.ev(a[2]))
-            if a[0] == "/":
-                return lhs / rhs if rhs else (math.copysign(math.inf, lhs) if lhs else math.nan)
-            return {"+": lhs + rhs, "-": lhs - rhs, "*": lhs * rhs}[a[0]]
-        if op == "tofloat":
-            return float(self.ev(a[0]))
-        if op == "neg":
-            return -self.ev(a[0])
-        raise UnsupportedOp(f"symbolic op {op}")
+        return S.evaluate(x, self.env, key=_VAR_ID)
 
     # ---- memory -------------------------------------------------------------------------------------------------
     def view(self, v: Value) -> torch.Tensor:

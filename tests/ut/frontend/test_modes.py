@@ -70,6 +70,27 @@ def test_verify_passes_and_reports_every_stage(tmp_path):
                                rtol=1e-5, atol=1e-5)
 
 
+def _merged_scalar_body(x: D8, out: D8):
+    n = x.shape[0]
+    if n > 4:                   # a kernel-level branch: `scale` becomes the symbolic select (n > 4 ? 2 : -1)
+        scale = 2.0
+    else:
+        scale = -1.0
+    out[:] = x * scale
+
+
+@pytest.mark.parametrize("n", [3, 7])
+def test_verify_interprets_kernel_branch_selects(n):
+    """The IR interpreter evaluates symbolic scalars with the same evaluator as the rest of the IR (selects
+    included), so a kernel with a merged branch scalar is verified, not skipped."""
+    k = pypto.frontend.jit(_merged_scalar_body, verify_options={"enable_pass_verify": True})
+    x = _rand(n, 8, seed=n)
+    out = torch.zeros(n, 8)
+    k(x, out)
+    torch.testing.assert_close(out, x * (2.0 if n > 4 else -1.0), rtol=0, atol=0)
+    assert [(r.stage, r.status) for r in k.last_verify] == [("TENSOR_GRAPH", "ok"), ("CODEGEN_BINARY", "ok")]
+
+
 def test_verify_against_user_golden_reports_stage_and_worst_element():
     k = pypto.frontend.jit(_body, verify_options={"enable_pass_verify": True,
                                                   "pass_verify_error_tol": [1e-3, 1e-3]})
