@@ -28,13 +28,14 @@ def register(front, name: str, mutates_args, returns):
     args = op_args(front.name, front.params, raw_annotations(front.fn), written, list(allocate))
     schema = schema_string(front.name, args)
     op_inputs = [a for a in args if not a.returned]
+    by_schema_name = {a.schema_name: a.name for a in op_inputs}
     allowed = written | set(allocate)
     tensor_params = [a.param for a in args if a.param.kind == TENSOR and not a.returned]
     checked: set[bytes] = set()   # specialization keys whose written mask was checked against the schema
 
     def bind(op_pos, op_kw) -> dict:
         """The op's arguments by parameter name, defaults filled in, list constants back to tuples."""
-        values = dict(op_kw)
+        values = {by_schema_name.get(k, k): v for k, v in op_kw.items()}
         for a, v in zip((a for a in op_inputs if not a.param.keyword_only), op_pos):
             values[a.name] = v
         for a in op_inputs:
@@ -44,9 +45,9 @@ def register(front, name: str, mutates_args, returns):
                 values[a.name] = tuple(values[a.name])
         return values
 
-    def outputs(values, op_pos, op_kw, named) -> list:
+    def outputs(values, named) -> list:
         device = next((values[p.name].device for p in tensor_params), torch.device("cpu"))
-        return [fn(values, op_pos, op_kw, named, device) for fn in allocate.values()]
+        return [fn(values, named, device) for fn in allocate.values()]
 
     def kernel_call(values):
         pos = [values[p.name] for p in front.params if not p.keyword_only]
@@ -57,7 +58,7 @@ def register(front, name: str, mutates_args, returns):
         values = bind(op_pos, op_kw)
         named: dict = {}
         check_arguments(front.name, [(p, values[p.name]) for p in tensor_params], named)
-        outs = outputs(values, op_pos, op_kw, named)
+        outs = outputs(values, named)
         values.update(zip(allocate, outs))
         pos, kw = kernel_call(values)
         hit, key, _meta = native._probe(*pos, **kw)
@@ -76,7 +77,7 @@ def register(front, name: str, mutates_args, returns):
         values = bind(op_pos, op_kw)
         named: dict = {}
         check_arguments(front.name, [(p, values[p.name]) for p in tensor_params], named)
-        return _result(outputs(values, op_pos, op_kw, named))
+        return _result(outputs(values, named))
 
     mutated = tuple(a.name for a in args if a.mutable)
     op_def = torch.library.custom_op(f"pypto::{name}", real, mutates_args=mutated, schema=schema)
@@ -91,7 +92,7 @@ def _result(outs: list):
 
 
 def _allocators(front, returns, written: set[str], inferred: bool) -> dict:
-    """name -> fn(values, op_pos, op_kw, named, device) -> a new tensor, for each tensor the op returns."""
+    """name -> fn(values, named, device) -> a new tensor, for each tensor the op returns."""
     if returns is None:
         return {}
     if isinstance(returns, str):
@@ -109,20 +110,22 @@ def _allocators(front, returns, written: set[str], inferred: bool) -> dict:
         if inferred and n not in written:
             raise TorchOpError(f"kernel '{front.name}': as_torch_op: returns names '{n}', which the kernel does not "
                                f"write (it writes {sorted(written)}); a returned tensor must be an output")
-        out[n] = _allocator(front, p, how, tensors)
+        out[n] = _allocator(front, p, how, tensors, set(spec))
     if len(out) == len(tensors):
         raise TorchOpError(f"kernel '{front.name}': as_torch_op: returns names every tensor parameter; the op "
                            f"would have no tensor input")
     return out
 
 
-def _allocator(front, p, how, tensors):
+def _allocator(front, p, how, tensors, skip: set[str]):
     ann = p.annotation
     head = f"kernel '{front.name}': as_torch_op: returned tensor '{p.name}'"
     if callable(how):
-        def by_callable(values, op_pos, op_kw, named, device):
+        def by_callable(values, named, device):
             import torch
-            shape, dtype = how(*op_pos, **op_kw)
+            inputs = [q for q in front.params if q.name in values and q.name not in skip]
+            shape, dtype = how(*[values[q.name] for q in inputs if not q.keyword_only],
+                               **{q.name: values[q.name] for q in inputs if q.keyword_only})
             return torch.empty(tuple(shape), dtype=dtype, device=device)
         return by_callable
     if isinstance(how, str):
@@ -130,7 +133,7 @@ def _allocator(front, p, how, tensors):
             raise TorchOpError(f"{head}: allocate like {how!r}, which is not another tensor parameter; expected one "
                                f"of {[t for t in tensors if t != p.name]}")
 
-        def like(values, op_pos, op_kw, named, device):
+        def like(values, named, device):
             import torch
             src = values[how]
             dtype = to_torch(ann.dtype) if ann.dtype is not None else src.dtype
@@ -152,7 +155,7 @@ def _allocator(front, p, how, tensors):
         raise TorchOpError(f"{head}: its named dimension(s) {missing} appear on no input tensor, so their sizes "
                            f"are unknown; pass returns={{'{p.name}': ...}} to say how to allocate it")
 
-    def from_annotation(values, op_pos, op_kw, named, device):
+    def from_annotation(values, named, device):
         import torch
         shape = [named[d.name][0] if isinstance(d, DynamicDim) else d for d in ann.shape]
         return torch.empty(shape, dtype=to_torch(ann.dtype), device=device)

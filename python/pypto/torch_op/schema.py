@@ -18,6 +18,10 @@ from ..vocab.dtypes import DataType
 from ..vocab.params import CONSTEXPR, SCALAR, TENSOR, Param
 from .errors import TorchOpError
 
+# Names torch's functionalization (auto_functionalized and its mode handlers) passes alongside the op's arguments
+# as keywords: an argument of that name collides with them, so the schema spells it with a trailing underscore.
+RESERVED = frozenset({"mode", "ctx", "_mutable_op", "_only_clone_these_tensors", "_only_clone_these_bases",
+                      "_all_bases", "_op_schema"})
 _ELEMENT = {bool: "bool", int: "int", float: "float", str: "str"}
 _LIST_ORIGINS = (list, tuple, collections.abc.Sequence)
 
@@ -30,6 +34,7 @@ class OpArg:
     mutable: bool = False         # a written tensor the op takes as an argument: Tensor(a!)
     returned: bool = False        # a written tensor the op allocates and returns (not an op argument)
     as_tuple: bool = False        # a list constant the kernel expects as a tuple (its default or annotation)
+    schema_name: str = ""         # the name in the schema: the parameter's, unless RESERVED
 
     @property
     def name(self) -> str:
@@ -138,6 +143,11 @@ def op_args(kernel: str, params: list[Param], annotations: dict, written: set[st
             out.append(scalar_arg(p))
         elif p.kind == CONSTEXPR:
             out.append(constant_arg(kernel, p, annotations.get(p.name, inspect.Parameter.empty)))
+    taken = {p.name for p in params}
+    for a in out:
+        a.schema_name = a.name
+        while a.schema_name in RESERVED or (a.schema_name != a.name and a.schema_name in taken):
+            a.schema_name += "_"
     return out
 
 
@@ -157,7 +167,7 @@ def schema_string(kernel: str, args: list[OpArg]) -> str:
             except StopIteration:
                 raise TorchOpError(f"kernel '{kernel}': more than 26 written tensors; a torch op schema cannot "
                                    f"name them") from None
-        text += f" {a.name}"
+        text += f" {a.schema_name}"
         if a.param.has_default:
             text += "=" + _render_default(kernel, a.param, a.param.default)
         parts.append(text)
