@@ -42,8 +42,8 @@ def check_tensor(kernel: str, param, t, named: dict) -> None:
         if isinstance(d, DynamicDim):
             if d.name in named:
                 first, where = named[d.name]
-                _equal(size, first, head + f"dimension {axis} is the named dimension '{d.name}' = {first} (from "
-                                           f"{where}), got {size}")
+                _equal(size, first, head + f"dimension {axis} is the named dimension '{d.name}', expected {first} "
+                                           f"(as {where}), got {size}")
             else:
                 named[d.name] = (size, f"'{param.name}' dimension {axis}")
         elif isinstance(d, int):

@@ -23,7 +23,7 @@ _FAKE_SCRIPT = textwrap.dedent("""
         assert gated(x, g, out) is None
         y = sig(x)
         assert type(y).__name__ == "FakeTensor" and tuple(y.shape) == (5, 16) and y.dtype == torch.float32
-        for bad, want in (((x, torch.empty(4, 16), out), "named dimension 'N' = 5"),
+        for bad, want in (((x, torch.empty(4, 16), out), "named dimension 'N', expected 5 (as 'x' dimension 0)"),
                           ((x, g, torch.empty(5, 16, dtype=torch.float64)), "expected dtype float32, got float64")):
             try:
                 gated(*bad)
