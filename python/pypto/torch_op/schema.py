@@ -108,9 +108,7 @@ def constant_arg(kernel: str, p: Param, ann) -> OpArg:
     """A compile-time constant as a schema scalar; TorchOpError when it has none."""
     typed = _from_annotation(ann) if ann is not inspect.Parameter.empty else None
     if typed is None and p.has_default:
-        typed = _from_default(p.default)
-        if typed is not None and p.default is None:
-            typed = None
+        typed = _from_default(p.default)   # None for a None default: its type is unknown without an annotation
     if typed is None:
         got = (f"annotation {ann!r}" if ann is not inspect.Parameter.empty else
                f"default {p.default!r} of type {type(p.default).__name__}" if p.has_default else
