@@ -30,6 +30,7 @@ from .vocab.dtypes import (DT_BF16, DT_BOOL, DT_FP16, DT_FP32, DT_FP64, DT_INT8,
                               DT_INT64, DT_UINT8, DataType)
 from . import frontend
 from . import export  # pypto.export([kernels], dir, examples=...): AOT bundles for the C++ runtime
+from . import torch_op  # kernel.as_torch_op(): the kernel as a torch.library custom op (torch.compile, export)
 from .language import *  # noqa: F401,F403  the kernel language: ops, loop, tiling
 from .verify import set_verify_golden_data
 
