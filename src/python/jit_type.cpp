@@ -3,6 +3,7 @@
 
 #include <structmember.h>
 
+#include "core/param_table_json.h"
 #include "python/jit_cold.h"
 #include "python/jit_state.h"
 
@@ -11,56 +12,34 @@ namespace pypto::py {
 namespace {
 
 // ---------------------------------------------------------------------------------------------------------
-// construction: JitFunction(frontend, fn, params, dim_names, guards, on_miss, run_mode, num_threads, debug_mode)
-//   params: [(name, kind, keyword_only, dtype, any_shape, ellipsis, format, [(dim_kind, value), ...], scalar_dtype)]
+// construction: JitFunction(frontend, fn, table, guards, on_miss, run_mode, num_threads, debug_mode)
+//   table: the parameter table's JSON text — the encoding a bundle manifest holds per kernel, decoded by the one
+//          decoder (core/param_table_json.h); python/pypto/frontend/jit.py (JITKernel.param_table) encodes it
 //   guards: [(globals_dict, name) | (cell, None)]
 
-bool parse_params(JitState& st, PyObject* params) {
-  PyObject* seq = PySequence_Fast(params, "params must be a sequence");
-  if (seq == nullptr) return false;
-  const Py_ssize_t np = PySequence_Fast_GET_SIZE(seq);
-  for (Py_ssize_t i = 0; i < np; ++i) {
-    PyObject* item = PySequence_Fast_GET_ITEM(seq, i);
-    PyObject* name;
-    int kind, kw_only, dtype, any_shape, ellipsis, format, scalar_dtype;
-    PyObject* dims;
-    if (!PyArg_ParseTuple(item, "UipippiOi", &name, &kind, &kw_only, &dtype, &any_shape, &ellipsis, &format, &dims,
-                          &scalar_dtype)) {
-      Py_DECREF(seq);
-      return false;
-    }
-    ParamSpec p;
-    p.name = PyUnicode_AsUTF8(name);
-    p.kind = static_cast<ParamKind>(kind);
-    p.keyword_only = kw_only;
-    p.tensor.dtype = dtype;
-    p.tensor.any_shape = any_shape;
-    p.tensor.ellipsis = ellipsis;
-    p.tensor.format = format;
-    p.scalar_dtype = scalar_dtype;
-    PyObject* dseq = PySequence_Fast(dims, "dims must be a sequence");
-    if (dseq == nullptr) {
-      Py_DECREF(seq);
-      return false;
-    }
-    for (Py_ssize_t d = 0; d < PySequence_Fast_GET_SIZE(dseq); ++d) {
-      int dk;
-      long long v;
-      if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(dseq, d), "iL", &dk, &v)) {
-        Py_DECREF(dseq);
-        Py_DECREF(seq);
-        return false;
-      }
-      p.tensor.dims.push_back(DimSpec{static_cast<DimKind>(dk), v});
-    }
-    Py_DECREF(dseq);
-    if (!p.keyword_only) st.n_positional++;
-    st.table.params.push_back(std::move(p));
-    Py_INCREF(name);
+bool decode_table(JitState& st, PyObject* table) {
+  Py_ssize_t size = 0;
+  const char* text = PyUnicode_Check(table) ? PyUnicode_AsUTF8AndSize(table, &size) : nullptr;
+  if (text == nullptr) {
+    if (!PyErr_Occurred()) raise(PyExc_TypeError, "JitFunction: table must be the parameter table's JSON text");
+    return false;
+  }
+  try {
+    st.table = decode_param_table(nlohmann::json::parse(text, text + size));
+  } catch (const DecodeError& e) {
+    raise(PyExc_TypeError, e.message);
+    return false;
+  } catch (const std::exception& e) {  // malformed JSON, a missing or mistyped field, std::bad_alloc
+    raise(PyExc_TypeError, std::string("JitFunction: malformed parameter table: ") + e.what());
+    return false;
+  }
+  for (const ParamSpec& p : st.table.params) {
+    PyObject* name = PyUnicode_FromString(p.name.c_str());
+    if (name == nullptr) return false;
     PyUnicode_InternInPlace(&name);
     st.names.push_back(name);
+    if (!p.keyword_only) st.n_positional++;
   }
-  Py_DECREF(seq);
   return true;
 }
 
@@ -107,12 +86,12 @@ bool parse_guards(JitState& st, PyObject* guards) {
 }
 
 PyObject* jit_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
-  PyObject *frontend, *fn, *params, *dim_names, *guards, *on_miss;
+  PyObject *frontend, *fn, *table, *guards, *on_miss;
   int run_mode, num_threads, debug_mode;
-  static const char* kwlist[] = {"frontend", "fn", "params", "dim_names", "guards", "on_miss",
-                                 "run_mode", "num_threads", "debug_mode", nullptr};
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOOiii", const_cast<char**>(kwlist), &frontend, &fn, &params,
-                                   &dim_names, &guards, &on_miss, &run_mode, &num_threads, &debug_mode))
+  static const char* kwlist[] = {"frontend", "fn", "table", "guards", "on_miss", "run_mode", "num_threads",
+                                 "debug_mode", nullptr};
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOiii", const_cast<char**>(kwlist), &frontend, &fn, &table,
+                                   &guards, &on_miss, &run_mode, &num_threads, &debug_mode))
     return nullptr;
   if (!PyFunction_Check(fn)) return raise(PyExc_TypeError, "JitFunction: fn must be a Python function");
   auto* self = reinterpret_cast<JitFunctionObject*>(type->tp_alloc(type, 0));
@@ -120,25 +99,9 @@ PyObject* jit_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
   self->vectorcall = jit_vectorcall;
   self->state = new JitState();
   JitState& st = *self->state;
-  PyObject* name_obj = PyObject_GetAttrString(fn, "__name__");
-  st.table.kernel = name_obj ? PyUnicode_AsUTF8(name_obj) : "?";
-  Py_XDECREF(name_obj);
-  if (!parse_params(st, params) || !parse_guards(st, guards)) {
+  if (!decode_table(st, table) || !parse_guards(st, guards)) {
     Py_DECREF(self);
     return nullptr;
-  }
-  PyObject* dn = PySequence_Fast(dim_names, "dim_names must be a sequence");
-  if (dn == nullptr) {
-    Py_DECREF(self);
-    return nullptr;
-  }
-  for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(dn); ++i)
-    st.table.dim_names.push_back(PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(dn, i)));
-  Py_DECREF(dn);
-  const std::string err = st.table.finalize();
-  if (!err.empty()) {
-    Py_DECREF(self);
-    return raise(PyExc_TypeError, err);
   }
   st.consts.resize(st.table.n_constexprs());
   Py_INCREF(fn);
