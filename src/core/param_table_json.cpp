@@ -18,9 +18,9 @@ int index_of(const char* const (&names)[N], const std::string& name) {
   return -1;
 }
 
-DimSpec decode_dim(const json& jd, const std::vector<std::string>& dim_names, const std::string& pw) {
+DimAnnotation decode_dim(const json& jd, const std::vector<std::string>& dim_names, const std::string& pw) {
   const std::string dk = jd.at("kind").get<std::string>();
-  DimSpec d;
+  DimAnnotation d;
   const int k = index_of(kDimKindNames, dk);
   if (k < 0) fail(pw + ": unknown dimension kind '" + dk + "'");
   d.kind = static_cast<DimKind>(k);
@@ -43,7 +43,7 @@ ParamTable decode_param_table(const json& kernel, std::vector<std::optional<Cons
   const std::string where = "kernel '" + t.kernel + "'";
   for (const json& n : kernel.at("dim_names")) t.dim_names.push_back(n.get<std::string>());
   for (const json& jp : kernel.at("params")) {
-    ParamSpec p;
+    Param p;
     p.name = jp.at("name").get<std::string>();
     const std::string pw = where + ": parameter '" + p.name + "'";
     const std::string kind = jp.at("kind").get<std::string>();

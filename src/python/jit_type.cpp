@@ -33,7 +33,7 @@ bool decode_table(JitState& st, PyObject* table) {
     raise(PyExc_TypeError, std::string("JitFunction: malformed parameter table: ") + e.what());
     return false;
   }
-  for (const ParamSpec& p : st.table.params) {
+  for (const Param& p : st.table.params) {
     PyObject* name = PyUnicode_FromString(p.name.c_str());
     if (name == nullptr) return false;
     PyUnicode_InternInPlace(&name);

@@ -71,7 +71,7 @@ void set_params(KernelImpl& k, const std::vector<std::optional<ConstValue>>& def
     if (!t.params[i].keyword_only) k.n_positional++;
   }
   for (size_t i = 0; i < t.params.size(); ++i) {
-    const ParamSpec& p = t.params[i];
+    const Param& p = t.params[i];
     ParamInfo info{p.name, static_cast<ParamKind>(p.kind), p.keyword_only, k.has_default[i], ""};
     if (p.kind == pypto::ParamKind::kTensor) {
       if (k.has_default[i]) load_fail(where + ": tensor parameter '" + p.name + "' has a default");

@@ -138,7 +138,7 @@ Status constant_error(const KernelImpl& k, int c, const Arg* a) {
 Status no_spec_error(const KernelImpl& k, const DLTensor* dl, const Arg* const* slots) {
   std::string call;
   for (size_t i = 0; i < k.table.params.size(); ++i) {
-    const ParamSpec& p = k.table.params[i];
+    const Param& p = k.table.params[i];
     if (p.kind == pypto::ParamKind::kScalar) continue;
     call += call.empty() ? "" : ", ";
     if (p.kind == pypto::ParamKind::kTensor)
