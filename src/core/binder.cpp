@@ -8,7 +8,7 @@ namespace pypto {
 
 namespace {
 
-inline bool rank_ok(const TensorSpec& s, int ndim) noexcept {
+inline bool rank_ok(const TensorAnnotation& s, int ndim) noexcept {
   if (s.any_shape) return ndim <= PYPTO_MAX_RANK;
   const int n = static_cast<int>(s.dims.size());
   return s.ellipsis ? (ndim >= n && ndim <= PYPTO_MAX_RANK) : ndim == n;
@@ -74,18 +74,13 @@ int bind_tensors(const ParamTable& table, const DLTensor* tensors, uint64_t* key
   return n;
 }
 
-bool check_tensors(const ParamTable& table, const DLTensor* tensors) noexcept {
-  uint64_t key[kMaxKeyWords];
-  return bind_tensors(table, tensors, key) >= 0;
-}
-
 BindError tensor_error(const ParamTable& table, const DLTensor* tensors) {
   std::vector<int64_t> named(table.dim_names.size(), -1);
   std::vector<std::string> named_where(table.dim_names.size());
   char buf[64];
   for (int i = 0; i < table.n_tensors(); ++i) {
-    const ParamSpec& p = table.tensor(i);
-    const TensorSpec& s = p.tensor;
+    const Param& p = table.tensor(i);
+    const TensorAnnotation& s = p.tensor;
     const DLTensor& t = tensors[i];
     const std::string head = "kernel '" + table.kernel + "': parameter '" + p.name + "': ";
     auto shape_str = [&]() {
@@ -113,7 +108,7 @@ BindError tensor_error(const ParamTable& table, const DLTensor* tensors) {
     }
     if (!s.any_shape) {
       for (size_t d = 0; d < s.dims.size(); ++d) {
-        const DimSpec& ds = s.dims[d];
+        const DimAnnotation& ds = s.dims[d];
         if (ds.kind == DimKind::kFixed && t.shape[d] != ds.value)
           return {ErrorKind::kValue, head + "dimension " + std::to_string(d) + " must be " +
                                          std::to_string(ds.value) + " (" + table.describe_tensor(i) + "), got " +
@@ -139,10 +134,6 @@ BindError tensor_error(const ParamTable& table, const DLTensor* tensors) {
     }
   }
   return {};
-}
-
-int pack_tensor_key(const ParamTable& table, const DLTensor* tensors, uint64_t* out) noexcept {
-  return bind_tensors(table, tensors, out);
 }
 
 }  // namespace pypto

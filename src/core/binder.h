@@ -40,14 +40,8 @@ inline bool is_row_major(const DLTensor& t) noexcept {
 // tensor_error() gives the message).
 int bind_tensors(const ParamTable& table, const DLTensor* tensors, uint64_t* key) noexcept;
 
-// True when every tensor argument satisfies its annotation (bind_tensors without keeping the key).
-bool check_tensors(const ParamTable& table, const DLTensor* tensors) noexcept;
-
 // The first violation, as a message (cold path). kind == kNone when everything is fine.
 BindError tensor_error(const ParamTable& table, const DLTensor* tensors);
-
-// The tensor part of the key alone (as bind_tensors writes it). Call only after check_tensors().
-int pack_tensor_key(const ParamTable& table, const DLTensor* tensors, uint64_t* out) noexcept;
 
 // Fast integer mix over the key words (not cryptographic; collisions are resolved by comparing keys).
 inline uint64_t hash_key(const uint64_t* w, int n) noexcept {

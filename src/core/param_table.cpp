@@ -12,7 +12,7 @@ std::string ParamTable::finalize() {
            std::to_string(params.size());
   int words = 2;  // guard state + spare
   for (size_t i = 0; i < params.size(); ++i) {
-    ParamSpec& p = params[i];
+    Param& p = params[i];
     switch (p.kind) {
       case ParamKind::kTensor:
         p.kind_index = static_cast<int>(tensor_pos.size());
@@ -44,7 +44,7 @@ void ParamTable::build_steps() {
   has_named_dims = false;
   all_dims_keyed = true;
   for (int i = 0; i < n_tensors(); ++i) {
-    const TensorSpec& s = tensor(i).tensor;
+    const TensorAnnotation& s = tensor(i).tensor;
     TensorStep st;
     if (s.dtype != kAnyDType) {
       const DLDataType dl = dtype_to_dlpack(s.dtype);
@@ -60,7 +60,7 @@ void ParamTable::build_steps() {
       st.named[d] = -1;
     }
     for (int d = 0; d < annotated; ++d) {
-      const DimSpec& ds = s.dims[d];
+      const DimAnnotation& ds = s.dims[d];
       st.op[d] = ds.kind;
       switch (ds.kind) {
         case DimKind::kFixed: st.fixed[d] = ds.value; break;
@@ -74,12 +74,12 @@ void ParamTable::build_steps() {
 }
 
 std::string ParamTable::describe_tensor(int i) const {
-  const TensorSpec& t = tensor(i).tensor;
+  const TensorAnnotation& t = tensor(i).tensor;
   if (t.any_shape) return std::string("pypto.Tensor (any shape, ") + dtype_name(t.dtype) + ")";
   std::string s = "pypto.Tensor([";
   for (size_t d = 0; d < t.dims.size(); ++d) {
     if (d) s += ", ";
-    const DimSpec& ds = t.dims[d];
+    const DimAnnotation& ds = t.dims[d];
     switch (ds.kind) {
       case DimKind::kFixed: s += std::to_string(ds.value); break;
       case DimKind::kStatic: s += "STATIC"; break;

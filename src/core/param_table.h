@@ -18,33 +18,33 @@ enum class ParamKind : uint8_t { kTensor = 0, kConstexpr = 1, kScalar = 2 };
 // name id (`value`) must agree within one call.
 enum class DimKind : uint8_t { kFixed = 0, kStatic = 1, kDynamic = 2, kNamed = 3 };
 
-struct DimSpec {
+struct DimAnnotation {
   DimKind kind = DimKind::kStatic;
   int64_t value = 0;
 };
 
-struct TensorSpec {
+struct TensorAnnotation {
   int dtype = kAnyDType;     // kAnyDType: taken from the argument (and keyed)
   bool any_shape = false;    // bare pypto.Tensor: any rank, every dim kStatic
   bool ellipsis = false;     // trailing `...`: any number of extra kStatic dims
   int format = 0;            // TileOpFormat (recorded; part of the kernel, not of the per-call key)
-  std::vector<DimSpec> dims;
+  std::vector<DimAnnotation> dims;
 
   bool rank_is_fixed() const { return !any_shape && !ellipsis; }
 };
 
-struct ParamSpec {
+struct Param {
   std::string name;
   ParamKind kind = ParamKind::kConstexpr;
   int kind_index = 0;        // index among parameters of the same kind (the ABI order for tensors/scalars)
   bool keyword_only = false;
-  TensorSpec tensor;         // kTensor
+  TensorAnnotation tensor;         // kTensor
   int scalar_dtype = PYPTO_DT_FP32;  // kScalar
 };
 
 // The tensor part of a table compiled for the call path (finalize() builds it): one flat record per tensor
 // parameter, so that binder's bind_tensors() checks and keys each tensor in one pass over its dims without chasing
-// ParamSpec/TensorSpec/vector indirections.
+// Param/TensorAnnotation/vector indirections.
 struct TensorStep {
   uint32_t dtype_word = 0;   // expected DLDataType as a word (code | bits << 8 | lanes << 16); 0: any dtype (keyed)
   int16_t ndim = -1;         // exact rank; -1 when open (bare pypto.Tensor or `...`): annotated..PYPTO_MAX_RANK
@@ -63,7 +63,7 @@ constexpr int kMaxKeyWords = 1024;
 
 struct ParamTable {
   std::string kernel;
-  std::vector<ParamSpec> params;
+  std::vector<Param> params;
   std::vector<std::string> dim_names;   // kNamed ids index this
   // derived by finalize()
   std::vector<int> tensor_pos, scalar_pos, constexpr_pos;  // parameter positions by kind
@@ -77,7 +77,7 @@ struct ParamTable {
   int n_tensors() const { return static_cast<int>(tensor_pos.size()); }
   int n_scalars() const { return static_cast<int>(scalar_pos.size()); }
   int n_constexprs() const { return static_cast<int>(constexpr_pos.size()); }
-  const ParamSpec& tensor(int i) const { return params[tensor_pos[i]]; }
+  const Param& tensor(int i) const { return params[tensor_pos[i]]; }
   // A human-readable annotation, e.g. "pypto.Tensor([DYNAMIC, 64], float32)".
   std::string describe_tensor(int i) const;
 

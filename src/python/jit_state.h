@@ -1,4 +1,4 @@
-// jit_state: everything a JitFunction needs per call, prepared at decoration.
+// jit_state: everything a JitFunction needs per call, prepared at decoration, and the JitFunction object itself.
 #pragma once
 
 #include <Python.h>
@@ -61,7 +61,7 @@ struct JitState {
   PyObject* defaults_seen = nullptr;    // identity of fn.__defaults__ when `defaults` was computed (strong)
   PyObject* kwdefaults_seen = nullptr;  // same for __kwdefaults__ (strong)
   std::vector<PyObject*> defaults;      // default by position, borrowed from the two containers above
-  PyObject* on_miss = nullptr;          // Python callable(args_tuple, key_bytes) -> build result
+  PyObject* on_miss = nullptr;          // Python callable(args_tuple, key_bytes, tensor_meta) -> build result
   std::vector<Guard> guards;
   uint32_t guard_state = 0;
   std::vector<DictWatch> dict_watch;    // distinct globals dicts of the guards (empty: versions not usable)
@@ -78,5 +78,39 @@ struct JitState {
 
   ~JitState();
 };
+
+// The JitFunction object: a fixed layout with the vectorcall slot (jit_type.cpp creates it, jit_call.cpp runs it).
+struct JitFunctionObject {
+  PyObject_HEAD
+  vectorcallfunc vectorcall;
+  JitState* state;
+  PyObject* dict;         // __name__, __doc__, __wrapped__ ... set by the front end
+  PyObject* frontend;     // the Python-side kernel object: attribute fallback (explain, export, ...)
+  PyObject* weakrefs;
+};
+
+// The value a guard reads now (borrowed; NULL when a global is absent).
+inline PyObject* guard_value(const Guard& g) {
+  return g.name ? PyDict_GetItem(g.container, g.name) : PyCell_GET(g.container);
+}
+
+#if PY_VERSION_HEX < 0x030C0000
+constexpr bool kDictVersions = true;
+inline uint64_t dict_version(PyObject* d) { return reinterpret_cast<PyDictObject*>(d)->ma_version_tag; }
+#else
+constexpr bool kDictVersions = false;
+inline uint64_t dict_version(PyObject*) { return 0; }
+#endif
+
+// Total elements of the tensor arguments (decides whether a launch releases the GIL).
+inline int64_t count_elements(const DLTensor* dl, int nt) noexcept {
+  int64_t elements = 0;
+  for (int t = 0; t < nt; ++t) {
+    int64_t e = 1;
+    for (int d = 0; d < dl[t].ndim; ++d) e *= dl[t].shape[d];
+    elements += e;
+  }
+  return elements;
+}
 
 }  // namespace pypto::py

@@ -5,6 +5,8 @@
 #include <stdexcept>
 
 #include "core/backend.h"
+#include "core/dtype.h"
+#include "core/param_table_json.h"
 #include "pypto/kernel_abi.h"
 #include "python/jit_function.h"
 #include "python/profile.h"
@@ -32,6 +34,19 @@ NB_MODULE(PYPTO_EXT_NAME, m) {
   m.attr("noop") = nb::steal(PyCFunction_NewEx(&noop_def, nullptr, nullptr));
   m.attr("KERNEL_ABI_VERSION") = PYPTO_KERNEL_ABI_VERSION;
   m.attr("MAX_RANK") = PYPTO_MAX_RANK;
+  // The names of the parameter table's encoding (core/param_table_json.h): Python encodes with these, never spells them.
+  m.attr("PARAM_TENSOR") = pypto::kParamKindNames[int(pypto::ParamKind::kTensor)];
+  m.attr("PARAM_CONSTANT") = pypto::kParamKindNames[int(pypto::ParamKind::kConstexpr)];
+  m.attr("PARAM_SCALAR") = pypto::kParamKindNames[int(pypto::ParamKind::kScalar)];
+  m.attr("DIM_FIXED") = pypto::kDimKindNames[int(pypto::DimKind::kFixed)];
+  m.attr("DIM_STATIC") = pypto::kDimKindNames[int(pypto::DimKind::kStatic)];
+  m.attr("DIM_DYNAMIC") = pypto::kDimKindNames[int(pypto::DimKind::kDynamic)];
+  m.attr("DIM_NAMED") = pypto::kDimKindNames[int(pypto::DimKind::kNamed)];
+  {
+    nb::list names;  // by dtype code (PyptoDType, kernel_abi.h)
+    for (int d = 0; d < PYPTO_DT_COUNT; ++d) names.append(pypto::dtype_name(d));
+    m.attr("DTYPE_NAMES") = nb::tuple(names);
+  }
   m.def("install_torch_reader",
         [](const std::string& path, nb::handle tensor_type, nb::handle probes) {
           return pypto::py::install_torch_reader(path.c_str(), tensor_type.ptr(), probes.ptr());

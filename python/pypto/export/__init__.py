@@ -32,6 +32,7 @@ import types
 from pathlib import Path
 from typing import Any, Iterable
 
+from .. import _core
 from .._version import __version__
 from ..compiler import toolchain
 from ..frontend.jit import JITKernel
@@ -43,9 +44,6 @@ from ..vocab.params import DynDim
 FORMAT = "pypto-bundle"
 FORMAT_VERSION = 1
 
-_DTYPE_NAMES = ("bool", "int8", "int16", "int32", "int64", "uint8", "float16", "bfloat16", "float32", "float64")
-_DIM_KIND = {0: "FIXED", 1: "STATIC", 2: "DYNAMIC", 3: "NAMED"}
-_PARAM_KIND = {0: "tensor", 1: "constant", 2: "scalar"}
 
 
 class ExportError(Exception):
@@ -146,33 +144,13 @@ def _prepare_example(front, ex) -> tuple[tuple, dict]:
     return args, kwargs
 
 
-def _dims_json(dims, dim_names) -> list:
+def _params_json(front, table: dict) -> list:
+    """The parameter table's encoding (front.param_table()), with each parameter's default added."""
     out = []
-    for kind, value in dims:
-        k = _DIM_KIND[kind]
-        if k == "FIXED":
-            out.append({"kind": k, "value": int(value)})
-        elif k == "NAMED":
-            out.append({"kind": k, "name": dim_names[value]})
-        else:
-            out.append({"kind": k})
-    return out
-
-
-def _params_json(front) -> list:
-    rows = front.native_params()
-    out = []
-    for p, (name, kind, kw_only, dtype, any_shape, ellipsis, fmt, dims, sdtype) in zip(front.params, rows):
-        k = _PARAM_KIND[kind]
-        d: dict[str, Any] = {"name": name, "kind": k, "keyword_only": bool(kw_only)}
-        if k == "tensor":
-            d.update(dtype=None if dtype < 0 else _DTYPE_NAMES[dtype], any_shape=bool(any_shape),
-                     ellipsis=bool(ellipsis), format=int(fmt), dims=_dims_json(dims, front.dim_names))
-        elif k == "scalar":
-            d["dtype"] = _DTYPE_NAMES[sdtype]
+    for p, d in zip(front.params, table["params"]):
         if p.has_default:
             try:
-                d["default"] = encode_value(p.default, f"kernel '{front.name}': parameter '{name}' (default)")
+                d["default"] = encode_value(p.default, f"kernel '{front.name}': parameter '{p.name}' (default)")
             except ExportError:
                 d["default_repr"] = repr(p.default)  # not recordable: C++ callers must pass it
         out.append(d)
@@ -183,7 +161,7 @@ def _tensors_json(request) -> list:
     out = []
     for t in request.tensors:
         shape = [(None if d.name is None else d.name) if isinstance(d, DynDim) else int(d) for d in t.dims]
-        out.append({"param": t.param, "dtype": _DTYPE_NAMES[int(t.dtype)], "shape": shape})
+        out.append({"param": t.param, "dtype": _core.DTYPE_NAMES[int(t.dtype)], "shape": shape})
     return out
 
 
@@ -260,13 +238,14 @@ def _kernel_entry(front, native, examples, libdir: Path, used_libs: set) -> dict
                       "written_mask": written, "tensors": _tensors_json(request),
                       "library": f"lib/{fname}", "sha256": sha})
     opts = front.options
+    table = front.param_table()
     return {
         "name": name,
         "run_mode": RunMode(int(opts.runtime["run_mode"])).name,
         "num_threads": int(opts.runtime["device_sched_parallelism"]),
         "debug_mode": int(opts.debug["runtime_debug_mode"]),
-        "params": _params_json(front),
-        "dim_names": list(front.dim_names),
+        "params": _params_json(front, table),
+        "dim_names": table["dim_names"],
         "guards": [{"owner": o, "name": n, "value": repr(v)[:200]} for (o, n), v in current_guards.items()],
         "specializations": specs,
     }

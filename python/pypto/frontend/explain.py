@@ -16,7 +16,7 @@ from ..vocab.params import CONSTEXPR, TENSOR
 
 
 def _layout(front, meta: tuple) -> list[str]:
-    """Labels of the key words, in the order the core packs them (core/binder.cpp: pack_tensor_key)."""
+    """Labels of the key words, in the order the core packs them (core/binder.cpp: bind_tensors)."""
     labels = []
     for p in front.params:
         if p.kind != TENSOR:

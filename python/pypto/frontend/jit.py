@@ -9,6 +9,7 @@ back to the core.
 from __future__ import annotations
 
 import functools
+import json
 import os
 import threading
 import time
@@ -29,8 +30,8 @@ from .verified import VerifiedKernel
 from ..vocab.params import (CONSTEXPR, SCALAR, TENSOR, DynDim, ScalarArg, SpecializationRequest, TensorArg,
                         build_params)
 
-_KIND_CODE = {TENSOR: 0, CONSTEXPR: 1, SCALAR: 2}
-_DIM_FIXED, _DIM_STATIC, _DIM_DYNAMIC, _DIM_NAMED = 0, 1, 2, 3
+# the parameter table's encoding names are the core's (core/param_table_json.h)
+_PARAM_KIND = {TENSOR: _core.PARAM_TENSOR, CONSTEXPR: _core.PARAM_CONSTANT, SCALAR: _core.PARAM_SCALAR}
 
 
 class _InFlight:
@@ -60,34 +61,33 @@ class JITKernel:
         self.last_stage = None    # StageResult of the last build stopped by host_options.compile_stage
         self.last_verify = None   # StageReports of the last verify_options check
 
-    # -- the native parameter table ------------------------------------------------------------------------
-    def native_params(self) -> list[tuple]:
-        rows = []
+    # -- the parameter table, in its one encoding ----------------------------------------------------------
+    def param_table(self) -> dict:
+        """The parameter table as a bundle manifest records it ({"name", "dim_names", "params"}, docs/embedding.md):
+        pypto._core.JitFunction decodes it, and the export writes it (adding the defaults)."""
+        params = []
         for p in self.params:
-            dtype, any_shape, ellipsis, fmt, dims, sdtype = -1, False, False, 0, [], int(DataType.DT_FP32)
+            d: dict[str, Any] = {"name": p.name, "kind": _PARAM_KIND[p.kind], "keyword_only": bool(p.keyword_only)}
             if p.kind == TENSOR:
                 ann = p.annotation
-                dtype = -1 if ann.dtype is None else int(ann.dtype)
-                any_shape = ann.shape is None
-                ellipsis = ann.ellipsis
-                fmt = int(ann.format)
-                for d in ann.shape or ():
-                    dims.append(self._native_dim(d))
+                d.update(dtype=None if ann.dtype is None else _core.DTYPE_NAMES[int(ann.dtype)],
+                         any_shape=ann.shape is None, ellipsis=bool(ann.ellipsis), format=int(ann.format),
+                         dims=[self._encode_dim(x) for x in ann.shape or ()])
             elif p.kind == SCALAR:
-                sdtype = int(p.annotation.dtype)
-            rows.append((p.name, _KIND_CODE[p.kind], p.keyword_only, dtype, any_shape, ellipsis, fmt, dims, sdtype))
-        return rows
+                d["dtype"] = _core.DTYPE_NAMES[int(p.annotation.dtype)]
+            params.append(d)
+        return {"name": self.name, "dim_names": list(self.dim_names), "params": params}
 
-    def _native_dim(self, d) -> tuple[int, int]:
+    def _encode_dim(self, d) -> dict:
         if d is STATIC:
-            return (_DIM_STATIC, 0)
+            return {"kind": _core.DIM_STATIC}
         if d is DYNAMIC:
-            return (_DIM_DYNAMIC, 0)
+            return {"kind": _core.DIM_DYNAMIC}
         if isinstance(d, DynamicDim):
             if d.name not in self.dim_names:
                 self.dim_names.append(d.name)
-            return (_DIM_NAMED, self.dim_names.index(d.name))
-        return (_DIM_FIXED, int(d))
+            return {"kind": _core.DIM_NAMED, "name": d.name}
+        return {"kind": _core.DIM_FIXED, "value": int(d)}
 
     # -- the miss ------------------------------------------------------------------------------------------
     def specialization_request(self, args: tuple, meta: tuple) -> SpecializationRequest:
@@ -192,8 +192,8 @@ def _make(fn, groups: dict[str, Any]):
     names = list(fn.__code__.co_varnames[: fn.__code__.co_argcount + fn.__code__.co_kwonlyargcount])
     resolved = _options.validate_options(fn.__name__, names, **groups)
     front = JITKernel(fn, resolved)
-    native = _core.JitFunction(front, fn, front.native_params(), front.dim_names,
-                               [g.native() for g in front.guards], front._on_miss,
+    native = _core.JitFunction(front, fn, json.dumps(front.param_table()), [g.native() for g in front.guards],
+                               front._on_miss,
                                int(resolved.runtime["run_mode"]),
                                int(resolved.runtime["device_sched_parallelism"]),
                                int(resolved.debug["runtime_debug_mode"]))

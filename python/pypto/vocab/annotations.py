@@ -1,7 +1,7 @@
 """Parameter annotations: pypto.Tensor, dimension markers, pypto.Scalar.
 
 These objects only describe a kernel's signature. They are read once, at decoration, into the parameter
-table (frontend/signature.py) that the native core checks arguments against.
+table (vocab/params.py) that the native core checks arguments against.
 """
 from __future__ import annotations
 

@@ -4,6 +4,7 @@ AddressSanitizer and UndefinedBehaviorSanitizer, and run."""
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import pathlib
 import shutil
@@ -17,8 +18,10 @@ CXX = os.environ.get("CXX", "g++")
 def _build() -> pathlib.Path:
     sources = [ROOT / "tests/cpp/test_core.cpp", *sorted((ROOT / "src/core").glob("*.cpp"))]
     headers = sorted((ROOT / "src/core").glob("*.h")) + sorted((ROOT / "include/pypto").glob("*.h"))
+    # nlohmann/json: the headers of the nlohmann-json package (a build requirement; core/param_table_json uses it)
+    nlohmann = pathlib.Path(importlib.util.find_spec("nlohmann_json").submodule_search_locations[0]) / "include"
     flags = ["-std=c++17", "-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=undefined",
-             "-Wall", "-Wextra", f"-I{ROOT / 'src'}", f"-I{ROOT / 'include'}"]
+             "-Wall", "-Wextra", f"-I{ROOT / 'src'}", f"-I{ROOT / 'include'}", f"-isystem{nlohmann}"]
     h = hashlib.sha256(" ".join(flags).encode())
     for p in sources + headers:
         h.update(p.read_bytes())

@@ -1,0 +1,117 @@
+// jit_errors: the messages of a JitFunction call's errors, raised as Python exceptions (cold).
+#include <vector>
+
+#include "core/binder.h"
+#include "core/launch.h"
+#include "core/messages.h"
+#include "python/jit_cold.h"
+#include "python/tensor_reader.h"
+
+namespace pypto::py {
+
+PyObject* raise(PyObject* type, const std::string& msg) {
+  PyErr_SetString(type, msg.c_str());
+  return nullptr;
+}
+
+PyObject* raise_pypto(const char* type_name, const std::string& msg) {
+  PyObject* mod = PyImport_ImportModule("pypto.errors");
+  if (mod == nullptr) return nullptr;
+  PyObject* t = PyObject_GetAttrString(mod, type_name);
+  Py_DECREF(mod);
+  if (t == nullptr) return nullptr;
+  PyErr_SetString(t, msg.c_str());
+  Py_DECREF(t);
+  return nullptr;
+}
+
+std::string py_repr(PyObject* o) {
+  PyObject* s = PyObject_Repr(o);
+  if (s == nullptr) {
+    PyErr_Clear();
+    return "<?>";
+  }
+  std::string r = PyUnicode_AsUTF8(s);
+  Py_DECREF(s);
+  return r.size() > 80 ? r.substr(0, 77) + "..." : r;
+}
+
+// numpy scalars (np.float32(2.0)) and 0-d arrays export a buffer but are numbers, not tensors.
+bool is_tensor_like(PyObject* obj) {
+  if (PyLong_Check(obj) || PyFloat_Check(obj) || PyUnicode_Check(obj)) return false;
+  const ReaderKind k = reader_kind(obj);
+  if (k == ReaderKind::kNone) return false;
+  if (k != ReaderKind::kBuffer || Py_TYPE(obj)->tp_as_number == nullptr) return true;
+  Py_buffer view;
+  if (PyObject_GetBuffer(obj, &view, PyBUF_RECORDS_RO) != 0) {
+    PyErr_Clear();
+    return true;
+  }
+  const bool scalar = view.ndim == 0;
+  PyBuffer_Release(&view);
+  return !scalar;
+}
+
+PyObject* bind_error_missing(JitState& st) {
+  std::vector<bool> missing(st.table.params.size());
+  for (size_t i = 0; i < missing.size(); ++i)
+    missing[i] = st.call_shape.src[i] == CallShape::kDefault && st.defaults[i] == nullptr;
+  return raise(PyExc_TypeError, msg::missing_arguments(st.table, missing));
+}
+
+PyObject* tensor_read_error(JitState& st, int t, PyObject* obj, int rc) {
+  const int pos = st.table.tensor_pos[t];
+  if (rc < 0) {  // the reader raised: keep its message, add ours in front
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    std::string inner = value ? py_repr(value) : "";
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
+    return raise(PyExc_TypeError, msg::head(st.table, pos) + "cannot read the tensor argument (" + type_name(obj) +
+                                      "): " + inner);
+  }
+  return raise(PyExc_TypeError, msg::head(st.table, pos) + "expected a tensor (torch.Tensor, numpy.ndarray or an "
+                                    "object with __dlpack__) for " + st.table.describe_tensor(t) + ", got " +
+                                    type_name(obj) + " " + py_repr(obj));
+}
+
+PyObject* tensor_check_error(JitState& st, const DLTensor* dl, PyObject** slots) {
+  BindError e = tensor_error(st.table, dl);
+  // dtypes pypto has no code for are best named by the framework itself (e.g. numpy's 'complex64')
+  for (int t = 0; t < st.table.n_tensors(); ++t) {
+    if (dtype_from_dlpack(dl[t].dtype) < 0 && e.message.find("'" + st.table.tensor(t).name + "'") != std::string::npos &&
+        e.kind == ErrorKind::kType) {
+      if (PyObject* d = PyObject_GetAttrString(slots[st.table.tensor_pos[t]], "dtype")) {
+        PyObject* s = PyObject_Str(d);
+        if (s) {
+          std::string expected = st.table.tensor(t).tensor.dtype == kAnyDType
+                                     ? "a dtype pypto supports" : dtype_name(st.table.tensor(t).tensor.dtype);
+          e.message = msg::head(st.table, st.table.tensor_pos[t]) + "expected dtype " + expected + ", got " +
+                      PyUnicode_AsUTF8(s);
+          Py_DECREF(s);
+        }
+        Py_DECREF(d);
+      }
+      PyErr_Clear();
+    }
+  }
+  return raise(e.kind == ErrorKind::kType ? PyExc_TypeError : PyExc_ValueError, e.message);
+}
+
+PyObject* scalar_overflow_error(JitState& st, int pos) {
+  return raise(PyExc_OverflowError, msg::head(st.table, pos) + "integer does not fit in 64 bits");
+}
+
+PyObject* readonly_error(JitState& st, uint64_t written_readonly) {
+  int t = 0;
+  while (!(written_readonly >> t & 1)) ++t;
+  return raise(PyExc_ValueError, msg::head(st.table, st.table.tensor_pos[t]) +
+                                     "is written by the kernel, but the argument is read-only");
+}
+
+PyObject* kernel_error(JitState& st, const char* error) {
+  return raise_pypto("KernelRuntimeError", kernel_error_message(st.table.kernel, error));
+}
+
+}  // namespace pypto::py

@@ -1,0 +1,251 @@
+// call: the C++ runtime's call path — bind, check, key, look up (prepare), launch — noexcept and allocation-free
+// on success; every failure jumps to a cold builder in messages.cpp.
+#include <cstring>
+
+#include "core/backend.h"
+#include "core/binder.h"
+#include "core/launch.h"
+#include "runtime/kernel_impl.h"
+
+namespace pypto::runtime {
+
+using detail::ConstFast;
+using detail::KernelImpl;
+using detail::kSlowMatch;
+using namespace detail;
+
+namespace {
+
+constexpr DLDataType kDLTypes[PYPTO_DT_COUNT] = {
+    {kDLBool, 8, 1},  {kDLInt, 8, 1},   {kDLInt, 16, 1},    {kDLInt, 32, 1},   {kDLInt, 64, 1},
+    {kDLUInt, 8, 1},  {kDLFloat, 16, 1}, {kDLBfloat, 16, 1}, {kDLFloat, 32, 1}, {kDLFloat, 64, 1}};
+
+
+// A word loop, not memcmp: keys are a few words, and glibc's AVX-512 memcmp with length 0 and a null pointer (an
+// empty key) costs hundreds of cycles here (masked loads from an unmapped page).
+inline bool same_key(const Specialization& s, const uint64_t* key, int n) noexcept {
+  if (s.key.size() != static_cast<size_t>(n)) return false;
+  const uint64_t* k = s.key.data();
+  for (int i = 0; i < n; ++i)
+    if (k[i] != key[i]) return false;
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// constants: the call's value -> index among the exported values (allocation-free)
+
+bool matches(const Arg& a, const ConstValue& c) noexcept {
+  using K = ConstValue::Kind;
+  switch (c.kind) {
+    case K::kNone: return a.kind() == Arg::Kind::kNone;
+    case K::kBool: return a.kind() == Arg::Kind::kBool && a.as_int() == c.i;
+    case K::kInt: return a.kind() == Arg::Kind::kInt && a.as_int() == c.i;
+    case K::kFloat: {
+      if (a.kind() != Arg::Kind::kFloat) return false;
+      const double v = a.as_float();
+      uint64_t bits;
+      std::memcpy(&bits, &v, sizeof bits);
+      return bits == c.float_bits;
+    }
+    case K::kStr: return a.kind() == Arg::Kind::kStr && a.as_str() == std::string_view(c.s);
+    case K::kEnum: {  // "Class.NAME" or "NAME"
+      if (a.kind() != Arg::Kind::kStr) return false;
+      const std::string_view s = a.as_str(), full(c.s);
+      if (s == full) return true;
+      const size_t dot = full.rfind('.');
+      return dot != std::string_view::npos && s == full.substr(dot + 1);
+    }
+    case K::kTuple:
+    case K::kList: {
+      if (a.kind() != Arg::Kind::kTuple || a.size() != c.items.size()) return false;
+      for (size_t i = 0; i < a.size(); ++i)
+        if (!matches(a.items()[i], c.items[i])) return false;
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------------------
+// the call
+
+Status KernelImpl::prepare(const Arg* args, size_t n_args, const NamedArg* named, size_t n_named,
+                           PreparedCall* out) const noexcept {
+  if (n_args == static_cast<size_t>(n_params) && n_named == 0 && n_positional == n_params) [[likely]]
+    return finish<true>(args, nullptr, out);  // every parameter by position: the arguments are the slots
+  return bind(args, n_args, named, n_named, out);
+}
+
+Status KernelImpl::bind(const Arg* args, size_t n_args, const NamedArg* named, size_t n_named,
+                        PreparedCall* out) const noexcept try {
+  // 1. bind: slots[i] is the argument of parameter i (nullptr: its default)
+  const int np = n_params;
+  const Arg* slots[kMaxParams];
+  if (n_args > static_cast<size_t>(n_positional)) [[unlikely]] return positional_error(*this, n_args);
+  for (size_t i = 0; i < n_args; ++i) slots[i] = &args[i];
+  for (int i = static_cast<int>(n_args); i < np; ++i) slots[i] = nullptr;
+  for (size_t k = 0; k < n_named; ++k) {
+    const char* name = named[k].name;
+    int j = 0;
+    if (name != nullptr)  // first character, then the full name
+      while (j < np && (name[0] != table.params[j].name[0] || std::strcmp(table.params[j].name.c_str(), name) != 0)) ++j;
+    else
+      j = np;
+    if (j == np) [[unlikely]] return unexpected_keyword_error(*this, name);
+    if (slots[j] != nullptr) [[unlikely]] return multiple_values_error(*this, j);
+    slots[j] = &named[k].value;
+  }
+  for (int i = static_cast<int>(n_args); i < np; ++i)
+    if (slots[i] == nullptr && !has_default[i]) [[unlikely]] return missing_error(*this, slots);
+  return finish<false>(nullptr, slots, out);
+} catch (const std::exception& e) {  // std::bad_alloc while building a message
+  return exception_error(StatusCode::kValueError, e);
+}
+
+// After binding: the argument of parameter i is args[i] (kPositional) or slots[i] (nullptr: the default).
+template <bool kPositional>
+Status KernelImpl::finish(const Arg* args, const Arg* const* slots, PreparedCall* out) const noexcept try {
+  auto arg = [&](int i) -> const Arg* { return kPositional ? &args[i] : slots[i]; };
+
+  // 2. tensors: checks + the tensor part of the key in one pass (core/binder, shared with the Python path)
+  const int nt = n_tensors;
+  DLTensor dl[kMaxParams];
+  for (int t = 0; t < nt; ++t) {
+    const Arg& a = *arg(t);  // tensor parameters come first: tensor t is parameter t
+    if (a.kind() == Arg::Kind::kDLTensor && a.dltensor() != nullptr) [[likely]] {
+      dl[t] = *a.dltensor();
+      if (dl[t].byte_offset != 0) [[unlikely]] {
+        dl[t].data = static_cast<char*>(dl[t].data) + dl[t].byte_offset;
+        dl[t].byte_offset = 0;
+      }
+    } else if (a.kind() == Arg::Kind::kTensorRef) {
+      const TensorRef& r = a.tensor_ref();
+      dl[t].data = r.data;
+      dl[t].device = DLDevice{kDLCPU, 0};
+      dl[t].ndim = r.ndim;
+      dl[t].dtype = static_cast<unsigned>(r.dtype) < PYPTO_DT_COUNT ? kDLTypes[r.dtype] : DLDataType{3, 0, 0};
+      dl[t].shape = const_cast<int64_t*>(r.shape);
+      dl[t].strides = const_cast<int64_t*>(r.strides);
+      dl[t].byte_offset = 0;
+    } else [[unlikely]] {
+      return not_a_tensor_error(*this, t, a);
+    }
+    out->tensors[t].data = dl[t].data;
+    out->tensors[t].shape = dl[t].shape;
+    out->tensors[t].ndim = dl[t].ndim;
+  }
+  uint64_t key[kMaxKeyWords];
+  int n = bind_tensors(table, dl, key);
+  if (n < 0) [[unlikely]] return check_error(*this, dl);
+
+  // 3. runtime scalars
+  for (int s = 0; s < n_scalars; ++s) {
+    const Arg* a = arg(scalar_pos[s]);
+    if (!kPositional && a == nullptr) {
+      out->scalars[s] = default_scalars[s];
+      continue;
+    }
+    const bool want_float = scalar_is_float[s];
+    switch (a->kind()) {
+      case Arg::Kind::kFloat:
+        if (!want_float) [[unlikely]] return scalar_error(*this, scalar_pos[s], *a);
+        out->scalars[s].f = a->as_float();
+        break;
+      case Arg::Kind::kInt:
+      case Arg::Kind::kBool:
+        if (want_float) out->scalars[s].f = static_cast<double>(a->as_int());
+        else out->scalars[s].i = a->as_int();
+        break;
+      default:
+        return scalar_error(*this, scalar_pos[s], *a);
+    }
+  }
+
+  // 4. key: after the tensor words, one word per constant: 1 + the index of its value in the bundle
+  for (int c = 0; c < n_constexprs; ++c) {
+    const Arg* a = arg(constexpr_pos[c]);
+    int idx = -1;
+    if (!kPositional && a == nullptr) {
+      idx = default_const_index[c];
+    } else {
+      const uint8_t kind = static_cast<uint8_t>(a->kind());
+      const uint64_t w = a->bits();
+      const ConstFast* const begin = const_fast.data() + const_begin[c];
+      const ConstFast* const end = const_fast.data() + const_begin[c + 1];
+      const ConstFast* f = begin;
+      while (f != end && !(f->kind == kind && f->word == w)) ++f;
+      if (f != end) [[likely]] {
+        idx = static_cast<int>(f - begin);
+      } else {  // str, tuple and enum values: the full comparison
+        const std::vector<ConstValue>& vals = const_values[c];
+        for (size_t v = 0; v < vals.size(); ++v)
+          if (begin[v].kind == kSlowMatch && matches(*a, vals[v])) {
+            idx = static_cast<int>(v);
+            break;
+          }
+      }
+    }
+    if (idx < 0) [[unlikely]] return constant_error(*this, c, a);
+    key[n++] = static_cast<uint64_t>(idx) + 1;
+  }
+
+  // 5. lookup
+  if (!backend_ok) [[unlikely]] return backend_error(*this);
+  // The kernel's memo (the first specialization a call found; set once, so threads never write it again) is
+  // checked by a plain key compare before hashing: the common serving case of one hot specialization per kernel
+  // skips the hash's multiply chain and the probe.
+  const Specialization* spec = memo.load(std::memory_order_acquire);
+  if (spec == nullptr || !same_key(*spec, key, n)) {
+    spec = specs.find(key, n, hash_key(key, n));
+    if (spec != nullptr && memo.load(std::memory_order_relaxed) == nullptr) {
+      const Specialization* expected = nullptr;
+      memo.compare_exchange_strong(expected, spec, std::memory_order_release, std::memory_order_relaxed);
+    }
+  }
+  if (spec == nullptr) [[unlikely]] {
+    if (kPositional) {
+      const Arg* s2[kMaxParams];
+      for (int i = 0; i < n_params; ++i) s2[i] = &args[i];
+      return no_spec_error(*this, dl, s2);
+    }
+    return no_spec_error(*this, dl, slots);
+  }
+  out->entry = spec->entry;
+  out->n_tensors = nt;
+  out->n_scalars = n_scalars;
+  return Status();
+} catch (const std::exception& e) {  // std::bad_alloc while building a message
+  return exception_error(StatusCode::kValueError, e);
+}
+
+Status KernelImpl::launch(const PreparedCall& p) const noexcept try {
+  if (p.entry == nullptr) [[unlikely]] return unprepared_error(*this);
+  KernelLaunch launch(num_threads, debug_mode);
+  if (launch.run(p.entry, p.tensors, p.scalars) != 0) [[unlikely]] return kernel_launch_error(*this, launch.error);
+  return Status();
+} catch (const std::exception& e) {
+  return exception_error(StatusCode::kKernelError, e);
+}
+
+Status Kernel::call(const Arg* args, size_t n_args, const NamedArg* named, size_t n_named) const noexcept {
+  PreparedCall p;
+  Status s = impl_->prepare(args, n_args, named, n_named, &p);
+  if (!s.ok()) [[unlikely]] return s;
+  return impl_->launch(p);
+}
+
+Status Kernel::prepare(const Arg* args, size_t n_args, const NamedArg* named, size_t n_named,
+                       PreparedCall* out) const noexcept {
+  return impl_->prepare(args, n_args, named, n_named, out);
+}
+
+Status Kernel::launch(const PreparedCall& p) const noexcept { return impl_->launch(p); }
+
+const std::string& Kernel::name() const noexcept { return impl_->table.kernel; }
+const std::vector<ParamInfo>& Kernel::params() const noexcept { return impl_->info; }
+size_t Kernel::num_specializations() const noexcept { return impl_->specs.size(); }
+std::vector<std::string> Kernel::specializations() const { return impl_->spec_descriptions; }
+
+}  // namespace pypto::runtime

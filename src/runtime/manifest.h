@@ -1,0 +1,43 @@
+// manifest: reading a bundle manifest — the parser (manifest.cpp, one page of numbered stages) and the stages'
+// work (manifest_stages.cpp).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/const_value.h"
+#include "core/param_table_json.h"
+#include "runtime/kernel_impl.h"
+
+namespace pypto::runtime::detail {
+
+using json = nlohmann::json;
+
+// A manifest that cannot be loaded: thrown by every stage (the same type as the parameter table decoder's).
+using LoadFailure = DecodeError;
+[[noreturn]] void load_fail(const std::string& message);
+
+// Reads and parses the manifest at `path` into *out: "" or why it cannot be read.
+std::string read_manifest(const std::string& path, json* out);
+// The format, pypto version and kernel ABI the manifest declares must be this runtime's: "" or why not.
+std::string header_mismatch(const json& m, const std::string& path, const std::string& directory);
+// The parameters as callers see them (Kernel::params()), and the defaults the call path fills in.
+void set_params(KernelImpl& k, const std::vector<std::optional<ConstValue>>& defaults);
+// run_mode, num_threads, debug_mode.
+void set_run_options(KernelImpl& k, const json& jk);
+// The kernel's specializations (a non-empty array).
+const json& specializations_of(const json& jk, const std::string& where);
+// Collects each constant's exported values; returns per specialization the index of its value of each constant.
+std::vector<std::vector<int>> collect_constants(KernelImpl& k, const json& jspecs);
+// The call path's flat copies of the table's counts, positions and constant values.
+void build_call_path(KernelImpl& k);
+// Verifies a specialization's library (inside the bundle, sha256), loads it, checks its recorded key against the
+// binder's and inserts it.
+void add_specialization(KernelImpl& k, const json& js, const std::vector<int>& const_index, const std::string& dir);
+std::string join(const std::string& dir, const std::string& rel);
+
+}  // namespace pypto::runtime::detail

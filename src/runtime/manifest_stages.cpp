@@ -1,0 +1,260 @@
+// manifest_stages: the work of the manifest parser's stages (manifest.cpp): reading the file, checking its header,
+// the parameters' defaults and run options, the exported constant values, the call path's flat copies, and loading
+// and cross-checking each specialization.
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "core/backend.h"
+#include "core/binder.h"
+#include "core/dtype.h"
+#include "core/module.h"
+#include "runtime/manifest.h"
+#include "runtime/sha256.h"
+
+#ifndef PYPTO_VERSION
+#error "PYPTO_VERSION must be defined by the build"
+#endif
+
+namespace pypto::runtime::detail {
+
+namespace {
+constexpr int kBundleFormatVersion = 1;
+constexpr const char* kBundleFormat = "pypto-bundle";
+}  // namespace
+
+void load_fail(const std::string& message) { throw LoadFailure{message}; }
+
+std::string join(const std::string& dir, const std::string& rel) {
+  return dir.empty() || dir.back() == '/' ? dir + rel : dir + "/" + rel;
+}
+
+std::string read_manifest(const std::string& path, json* out) {
+  std::ifstream f(path);
+  if (!f) return "cannot open bundle manifest '" + path + "': no such file";
+  std::stringstream ss;
+  ss << f.rdbuf();
+  try {
+    *out = json::parse(ss.str());
+  } catch (const json::parse_error& e) {
+    return "malformed bundle manifest '" + path + "': " + e.what();
+  }
+  return "";
+}
+
+std::string header_mismatch(const json& m, const std::string& path, const std::string& directory) {
+  if (!m.is_object() || m.value("format", std::string()) != kBundleFormat)
+    return "'" + path + "' is not a pypto bundle manifest (no \"format\": \"" + kBundleFormat + "\")";
+  const int fv = m.at("format_version").get<int>();
+  if (fv != kBundleFormatVersion)
+    return "bundle '" + directory + "' has format version " + std::to_string(fv) + ", this runtime reads version " +
+           std::to_string(kBundleFormatVersion) + "; export it again";
+  const std::string pv = m.at("pypto_version").get<std::string>();
+  if (pv != PYPTO_VERSION)
+    return "bundle '" + directory + "' was exported by pypto " + pv + ", this runtime is pypto " + PYPTO_VERSION +
+           "; export it again with this version";
+  const unsigned abi = m.at("kernel_abi_version").get<unsigned>();
+  if (abi != PYPTO_KERNEL_ABI_VERSION)
+    return "bundle '" + directory + "' was built for kernel ABI " + std::to_string(abi) +
+           ", this runtime implements ABI " + std::to_string(PYPTO_KERNEL_ABI_VERSION) + "; export it again";
+  return "";
+}
+
+void set_params(KernelImpl& k, const std::vector<std::optional<ConstValue>>& defaults) {
+  const ParamTable& t = k.table;
+  const std::string where = "kernel '" + t.kernel + "'";
+  for (size_t i = 0; i < t.params.size(); ++i) {
+    k.has_default.push_back(defaults[i].has_value());
+    k.defaults.push_back(defaults[i].value_or(ConstValue{}));
+    if (!t.params[i].keyword_only) k.n_positional++;
+  }
+  for (size_t i = 0; i < t.params.size(); ++i) {
+    const Param& p = t.params[i];
+    ParamInfo info{p.name, static_cast<ParamKind>(p.kind), p.keyword_only, k.has_default[i], ""};
+    if (p.kind == pypto::ParamKind::kTensor) {
+      if (k.has_default[i]) load_fail(where + ": tensor parameter '" + p.name + "' has a default");
+      info.annotation = t.describe_tensor(p.kind_index);
+    } else if (p.kind == pypto::ParamKind::kScalar) {
+      info.annotation = std::string("pypto.Scalar[") + dtype_name(p.scalar_dtype) + "]";
+    } else {
+      info.annotation = "constant";
+    }
+    k.info.push_back(std::move(info));
+  }
+  // scalar defaults
+  // scalar defaults
+  k.default_scalars.resize(t.n_scalars());
+  for (int s = 0; s < t.n_scalars(); ++s) {
+    const int pos = t.scalar_pos[s];
+    if (!k.has_default[pos]) continue;
+    const ConstValue& d = k.defaults[pos];
+    const bool f = is_float_dtype(t.params[pos].scalar_dtype);
+    if (d.kind == ConstValue::Kind::kFloat && f) k.default_scalars[s].f = d.as_double();
+    else if (d.kind == ConstValue::Kind::kInt || d.kind == ConstValue::Kind::kBool) {
+      if (f) k.default_scalars[s].f = static_cast<double>(d.i);
+      else k.default_scalars[s].i = d.i;
+    } else {
+      load_fail(where + ": parameter '" + t.params[pos].name + "': default " + d.repr() + " is not a " +
+                dtype_name(t.params[pos].scalar_dtype) + " scalar");
+    }
+  }
+}
+
+void set_run_options(KernelImpl& k, const json& jk) {
+  const std::string where = "kernel '" + k.table.kernel + "'";
+  const std::string run_mode = jk.value("run_mode", std::string("SIM"));
+  if (run_mode != "SIM" && run_mode != "NPU") load_fail(where + ": unknown run_mode '" + run_mode + "'");
+  k.backend_reason = backend_unavailable_reason(run_mode == "SIM" ? RunMode::kSim : RunMode::kNpu);
+  k.num_threads = static_cast<int32_t>(decode_int(jk.at("num_threads"), where + ": num_threads", 1, 1 << 16));
+  k.debug_mode = static_cast<int32_t>(decode_int(jk.at("debug_mode"), where + ": debug_mode", 0, 64));
+}
+
+const json& specializations_of(const json& jk, const std::string& where) {
+  const json& jspecs = jk.at("specializations");
+  if (!jspecs.is_array() || jspecs.empty()) load_fail(where + ": the bundle has no specializations for it");
+  return jspecs;
+}
+
+std::vector<std::vector<int>> collect_constants(KernelImpl& k, const json& jspecs) {
+  const ParamTable& t = k.table;
+  const std::string where = "kernel '" + t.kernel + "'";
+  k.const_values.resize(t.n_constexprs());
+  std::vector<std::vector<int>> const_index;
+  for (const json& js : jspecs) {
+    std::vector<int> index;
+    const json& jc = js.at("constants");
+    for (int c = 0; c < t.n_constexprs(); ++c) {
+      const std::string& name = t.params[t.constexpr_pos[c]].name;
+      if (!jc.contains(name)) load_fail(where + ": a specialization has no value for constant '" + name + "'");
+      ConstValue v = decode_value(jc.at(name), where + ": constant '" + name + "'");
+      std::vector<ConstValue>& vals = k.const_values[c];
+      size_t idx = 0;
+      while (idx < vals.size() && vals[idx] != v) ++idx;
+      if (idx == vals.size()) vals.push_back(std::move(v));
+      index.push_back(static_cast<int>(idx));
+    }
+    const_index.push_back(std::move(index));
+  }  k.default_const_index.assign(t.n_constexprs(), -1);
+  for (int c = 0; c < t.n_constexprs(); ++c) {
+    const int pos = t.constexpr_pos[c];
+    if (!k.has_default[pos]) continue;
+    const std::vector<ConstValue>& vals = k.const_values[c];
+    for (size_t v = 0; v < vals.size(); ++v)
+      if (vals[v] == k.defaults[pos]) k.default_const_index[c] = static_cast<int>(v);
+  }
+  return const_index;
+}
+
+void build_call_path(KernelImpl& k) {
+  const ParamTable& t = k.table;
+  const std::string where = "kernel '" + t.kernel + "'";
+  k.n_params = static_cast<int>(t.params.size());
+  k.n_tensors = t.n_tensors();
+  k.n_scalars = t.n_scalars();
+  k.n_constexprs = t.n_constexprs();
+  for (int i = 0; i < k.n_tensors; ++i)
+    if (t.tensor_pos[i] != i) load_fail(where + ": tensor parameters must come first");
+  for (int i = 0; i < k.n_scalars; ++i) {
+    k.scalar_pos[i] = t.scalar_pos[i];
+    k.scalar_is_float[i] = is_float_dtype(t.params[t.scalar_pos[i]].scalar_dtype);
+  }
+  k.backend_ok = k.backend_reason.empty();
+  for (int i = 0; i < k.n_constexprs; ++i) k.constexpr_pos[i] = t.constexpr_pos[i];
+  for (int c = 0; c < k.n_constexprs; ++c) {
+    k.const_begin.push_back(static_cast<int>(k.const_fast.size()));
+    for (const ConstValue& v : k.const_values[c]) {
+      using CK = ConstValue::Kind;
+      ConstFast f{kSlowMatch, 0};
+      if (v.kind == CK::kInt) f = {static_cast<uint8_t>(Arg::Kind::kInt), static_cast<uint64_t>(v.i)};
+      else if (v.kind == CK::kBool) f = {static_cast<uint8_t>(Arg::Kind::kBool), static_cast<uint64_t>(v.i)};
+      else if (v.kind == CK::kFloat) f = {static_cast<uint8_t>(Arg::Kind::kFloat), v.float_bits};
+      else if (v.kind == CK::kNone) f = {static_cast<uint8_t>(Arg::Kind::kNone), Arg(none).bits()};
+      k.const_fast.push_back(f);
+    }
+  }
+  k.const_begin.push_back(static_cast<int>(k.const_fast.size()));
+}
+
+void add_specialization(KernelImpl& k, const json& js, const std::vector<int>& const_index, const std::string& dir) {
+  const ParamTable& t = k.table;
+  const std::string where = "kernel '" + t.kernel + "'";
+  const std::string lib_rel = js.at("library").get<std::string>();
+  const std::string sha = js.at("sha256").get<std::string>();
+  if (lib_rel.empty() || lib_rel[0] == '/' || lib_rel.find("..") != std::string::npos)
+    load_fail(where + ": library path '" + lib_rel + "' must be relative to the bundle directory");
+  const std::string lib = join(dir, lib_rel);
+  struct stat st;
+  if (stat(lib.c_str(), &st) != 0)
+    load_fail(where + ": library '" + lib + "' is missing: the bundle is incomplete; export it again");
+  std::string got, err2;
+  if (!detail::sha256_file(lib, &got, &err2)) load_fail(where + ": " + err2);
+  if (got != sha)
+    load_fail(where + ": library '" + lib + "' does not match the manifest (sha256 " + got + ", expected " + sha +
+              "): the bundle was modified or corrupted; refusing to load it");
+  std::string err3;
+  auto module = Module::open(lib, &err3);
+  if (!module) load_fail(where + ": " + err3);
+
+  // the tensor part of the key, and its cross-check against the recorded argument shapes
+  std::vector<uint64_t> key;
+  for (const json& w : js.at("tensor_key")) key.push_back(decode_word(w, where + ": tensor_key"));
+  const json& jt = js.at("tensors");
+  if (!jt.is_array() || jt.size() != static_cast<size_t>(t.n_tensors()))
+    load_fail(where + ": a specialization describes " + std::to_string(jt.size()) + " tensors, the kernel has " +
+              std::to_string(t.n_tensors()));
+  std::vector<std::vector<int64_t>> shapes(t.n_tensors());
+  std::vector<DLTensor> dl(t.n_tensors());
+  std::string desc;
+  for (int i = 0; i < t.n_tensors(); ++i) {
+    const json& ji = jt[i];
+    const int dt = decode_dtype(ji.at("dtype"), where);
+    if (dt == kAnyDType) load_fail(where + ": a specialization has no tensor dtype");
+    std::string dims;
+    if (!ji.at("shape").is_array() || ji.at("shape").size() > PYPTO_MAX_RANK)
+      load_fail(where + ": a specialization's tensor shape is not a list of at most " +
+                std::to_string(PYPTO_MAX_RANK) + " dims");
+    for (const json& d : ji.at("shape")) {
+      if (d.is_null()) {
+        shapes[i].push_back(1);  // any size: dynamic dims are not keyed
+        dims += std::string(dims.empty() ? "" : ", ") + "DYNAMIC";
+      } else if (d.is_string()) {
+        shapes[i].push_back(1);  // a named dim: the same size everywhere, not keyed
+        dims += std::string(dims.empty() ? "" : ", ") + d.get<std::string>();
+      } else {
+        shapes[i].push_back(decode_int(d, where + ": a specialization's tensor shape", 0));
+        dims += (dims.empty() ? "" : ", ") + std::to_string(shapes[i].back());
+      }
+    }
+    dl[i] = DLTensor{nullptr, DLDevice{kDLCPU, 0}, static_cast<int32_t>(shapes[i].size()), dtype_to_dlpack(dt),
+                     shapes[i].data(), nullptr, 0};
+    desc += (desc.empty() ? "" : ", ") + t.tensor(i).name + ": " + dtype_name(dt) + "[" + dims + "]";
+  }
+  // the recorded tensors must satisfy the parameter table (dtype, rank, fixed dims: the binder's checks), and
+  // the recorded key must be the one the binder computes for them
+  std::vector<uint64_t> expect(kMaxKeyWords);
+  const int nw = bind_tensors(t, dl.data(), expect.data());
+  if (nw < 0)
+    load_fail(where + ": a specialization's tensors (" + desc + ") do not satisfy the parameter table: " +
+              tensor_error(t, dl.data()).message + "; the manifest is inconsistent");
+  if (static_cast<int>(key.size()) != nw || !std::equal(key.begin(), key.end(), expect.begin()))
+    load_fail(where + ": a specialization's tensor_key does not match its tensor shapes: the manifest is "
+                      "inconsistent");
+  for (int c = 0; c < t.n_constexprs(); ++c) {
+    key.push_back(static_cast<uint64_t>(const_index[c]) + 1);
+    desc += ", " + t.params[t.constexpr_pos[c]].name + "=" + k.const_values[c][const_index[c]].repr();
+  }
+  auto spec = std::make_unique<Specialization>();
+  spec->hash = hash_key(key.data(), static_cast<int>(key.size()));
+  spec->key = std::move(key);
+  spec->entry = module->entry();
+  spec->module = std::move(module);
+  spec->written_mask = decode_word(js.at("written_mask"), where + ": written_mask");
+  spec->library_path = lib;
+  const Specialization* placed = k.specs.insert(std::move(spec));
+  if (placed->library_path != lib) load_fail(where + ": two specializations have the same key (" + desc + ")");
+  k.spec_descriptions.push_back(desc);
+}
+
+}  // namespace pypto::runtime::detail
