@@ -59,12 +59,30 @@ PyObject* bind_error_missing(JitState& st) {
   return raise(PyExc_TypeError, msg::missing_arguments(st.table, missing));
 }
 
+// A reader's exception text, first line only: torch appends its C++ backtrace ("Exception raised from ...").
+// A meta tensor is named as such instead of in DLPack's words.
+static std::string reader_message(PyObject* value) {
+  PyObject* s = PyObject_Str(value);
+  if (s == nullptr) {
+    PyErr_Clear();
+    return "<?>";
+  }
+  const char* utf8 = PyUnicode_AsUTF8(s);
+  std::string m = utf8 ? utf8 : "<?>";
+  if (utf8 == nullptr) PyErr_Clear();
+  Py_DECREF(s);
+  m = m.substr(0, m.find('\n'));
+  if (m.find("on meta") != std::string::npos)
+    return "it is a meta tensor (a shape without data); pypto kernels read and write CPU memory";
+  return m.size() > 300 ? m.substr(0, 297) + "..." : m;
+}
+
 PyObject* tensor_read_error(JitState& st, int t, PyObject* obj, int rc) {
   const int pos = st.table.tensor_pos[t];
   if (rc < 0) {  // the reader raised: keep its message, add ours in front
     PyObject *type, *value, *tb;
     PyErr_Fetch(&type, &value, &tb);
-    std::string inner = value ? py_repr(value) : "";
+    std::string inner = value ? reader_message(value) : "";
     Py_XDECREF(type);
     Py_XDECREF(value);
     Py_XDECREF(tb);

@@ -11,6 +11,8 @@
 namespace pypto::py {
 
 TorchReadFn g_torch_read = nullptr;  // installed by install_torch_reader()
+TorchWriteCheckFn g_torch_write_check = nullptr;
+TorchBumpFn g_torch_bump_version = nullptr;
 PyTypeObject* g_torch_exact_type = nullptr;
 
 namespace {
@@ -29,6 +31,64 @@ struct ExchangeApi {
   int (*dltensor_from_py_object_no_sync)(void* py_object, DLTensor* out);
   void* current_work_stream;
 };
+
+// numpy's PyArrayObject and the head of PyArray_Descr (numpy/ndarraytypes.h; unchanged from numpy 1.x to 2.x
+// for these fields). Mirrored rather than included so that pypto builds without numpy; a type is read through
+// the mirror only after the mirror agreed with the buffer protocol on a probe array of that type.
+struct NumpyDescrMirror {
+  PyObject_HEAD
+  PyTypeObject* typeobj;
+  char kind, type, byteorder, flags;
+  int type_num;
+};
+struct NumpyArrayMirror {
+  PyObject_HEAD
+  char* data;
+  int nd;
+  Py_ssize_t* dimensions;
+  Py_ssize_t* strides;
+  PyObject* base;
+  NumpyDescrMirror* descr;
+  int flags;
+};
+constexpr int kNpyCContiguous = 0x0001, kNpyWriteable = 0x0400;
+
+// numpy type number -> DLPack dtype (NPY_BOOL = 0 ... NPY_DOUBLE = 12, NPY_HALF = 23; long is 64-bit on LP64).
+struct NpyType {
+  DLDataType dl;
+  uint8_t itemsize;
+};
+constexpr NpyType kNpyTypes[24] = {
+    {{kDLBool, 8, 1}, 1},  {{kDLInt, 8, 1}, 1},    {{kDLUInt, 8, 1}, 1},  {{kDLInt, 16, 1}, 2},
+    {{kDLUInt, 16, 1}, 2}, {{kDLInt, 32, 1}, 4},   {{kDLUInt, 32, 1}, 4}, {{kDLInt, 8 * sizeof(long), 1}, sizeof(long)},
+    {{kDLUInt, 8 * sizeof(long), 1}, sizeof(long)}, {{kDLInt, 64, 1}, 8}, {{kDLUInt, 64, 1}, 8},
+    {{kDLFloat, 32, 1}, 4}, {{kDLFloat, 64, 1}, 8}, {{0, 0, 0}, 0},       {{0, 0, 0}, 0},
+    {{0, 0, 0}, 0},        {{0, 0, 0}, 0},         {{0, 0, 0}, 0},        {{0, 0, 0}, 0},
+    {{0, 0, 0}, 0},        {{0, 0, 0}, 0},         {{0, 0, 0}, 0},        {{0, 0, 0}, 0},
+    {{kDLFloat, 16, 1}, 2}};
+
+// Checks the mirror against the buffer protocol on a fresh 2x3 float64 array of `type` (cold, once per type).
+bool numpy_layout_agrees(PyTypeObject* type) {
+  if (std::strcmp(type->tp_name, "numpy.ndarray") != 0) return false;
+  PyObject* probe = PyObject_CallFunction(reinterpret_cast<PyObject*>(type), "((ii))", 2, 3);
+  if (probe == nullptr) {
+    PyErr_Clear();
+    return false;
+  }
+  bool ok = false;
+  Py_buffer v;
+  if (Py_TYPE(probe) == type && PyObject_GetBuffer(probe, &v, PyBUF_RECORDS_RO) == 0) {
+    const auto* a = reinterpret_cast<NumpyArrayMirror*>(probe);
+    ok = a->data == v.buf && a->nd == 2 && v.ndim == 2 && a->dimensions[0] == 2 && a->dimensions[1] == 3 &&
+         a->strides[0] == v.strides[0] && a->strides[1] == v.strides[1] && v.itemsize == 8 &&
+         a->descr != nullptr && a->descr->type_num == 12 && (a->flags & kNpyCContiguous) != 0 &&
+         (a->flags & kNpyWriteable) != 0;
+    PyBuffer_Release(&v);
+  }
+  PyErr_Clear();
+  Py_DECREF(probe);
+  return ok;
+}
 
 struct ReaderEntry {
   PyTypeObject* type;
@@ -60,7 +120,7 @@ ReaderEntry classify(PyTypeObject* type) {
     e.kind = ReaderKind::kTorchFast;
   if (e.kind != ReaderKind::kNone) return e;
   if (type->tp_as_buffer != nullptr && type->tp_as_buffer->bf_getbuffer != nullptr) {
-    e.kind = ReaderKind::kBuffer;
+    e.kind = numpy_layout_agrees(type) ? ReaderKind::kNumpy : ReaderKind::kBuffer;
     return e;
   }
   PyObject* dl = PyObject_GetAttrString(reinterpret_cast<PyObject*>(type), "__dlpack__");
@@ -86,6 +146,20 @@ inline const ReaderEntry& entry_for(PyTypeObject* type) noexcept {
   static thread_local ReaderEntry overflow;
   overflow = e;
   return overflow;
+}
+
+// Byte strides -> element strides. A stride that is not a whole number of items (a field of a structured
+// array, a packed record) cannot be expressed to a kernel: an error, never a rounded stride.
+bool element_strides(const Py_ssize_t* bytes, int ndim, Py_ssize_t itemsize, int64_t* out) noexcept {
+  for (int d = 0; d < ndim; ++d) {
+    if (itemsize <= 0 || bytes[d] % itemsize != 0) {
+      PyErr_Format(PyExc_TypeError, "stride %zd bytes of dim %d is not a multiple of the item size (%zd bytes)",
+                   bytes[d], d, itemsize);
+      return false;
+    }
+    out[d] = bytes[d] / itemsize;
+  }
+  return true;
 }
 
 // Buffer format -> DLPack dtype. Native or little-endian only.
@@ -118,7 +192,34 @@ int read_buffer(PyObject* obj, DLTensor* out, ReadSlot* slot) noexcept {
   out->shape = v->ndim ? reinterpret_cast<int64_t*>(v->shape) : scalar_shape;
   out->strides = nullptr;
   if (v->ndim > 0 && !PyBuffer_IsContiguous(v, 'C') && v->ndim <= PYPTO_MAX_RANK) {
-    for (int d = 0; d < v->ndim; ++d) slot->strides[d] = v->strides[d] / (v->itemsize ? v->itemsize : 1);
+    if (!element_strides(v->strides, v->ndim, v->itemsize, slot->strides)) {
+      PyBuffer_Release(v);
+      slot->cleanup = 0;
+      return -1;
+    }
+    out->strides = slot->strides;
+  }
+  return 1;
+}
+
+// numpy.ndarray through the mirrored struct: no call into numpy, nothing to release. 0: not handled here (the
+// buffer protocol reads or reports it).
+inline int read_numpy(PyObject* obj, DLTensor* out, ReadSlot* slot) noexcept {
+  const auto* a = reinterpret_cast<const NumpyArrayMirror*>(obj);
+  const int tn = a->descr->type_num;
+  if (tn < 0 || tn >= 24 || kNpyTypes[tn].itemsize == 0 || a->descr->byteorder == '>' || a->nd > PYPTO_MAX_RANK)
+    return 0;
+  out->data = a->data;
+  out->device = DLDevice{kDLCPU, 0};
+  out->ndim = a->nd;
+  out->dtype = kNpyTypes[tn].dl;
+  out->byte_offset = 0;
+  static int64_t scalar_shape[1] = {1};
+  out->shape = a->nd ? reinterpret_cast<int64_t*>(a->dimensions) : scalar_shape;
+  out->strides = nullptr;
+  slot->readonly = (a->flags & kNpyWriteable) == 0;
+  if (a->nd > 0 && (a->flags & kNpyCContiguous) == 0) {
+    if (!element_strides(a->strides, a->nd, kNpyTypes[tn].itemsize, slot->strides)) return -1;
     out->strides = slot->strides;
   }
   return 1;
@@ -172,6 +273,36 @@ int read_capsule(PyObject* obj, DLTensor* out, ReadSlot* slot) noexcept {
   return rc;
 }
 
+// The exchange API exports what a framework hands it, including what it should not: a NULL data pointer for a
+// non-empty tensor (storage resized to 0, fake tensors), and torch's lazy negation/conjugation views, whose
+// memory does not hold their values. The slow path only (the fast torch reader declines all of these).
+int check_exchanged(PyObject* obj, const DLTensor* out) noexcept {
+  if (out->data == nullptr) {
+    int64_t n = 1;
+    for (int d = 0; d < out->ndim; ++d) n *= out->shape[d];
+    if (n != 0) {
+      PyErr_SetString(PyExc_ValueError, "its data pointer is NULL (no storage: a fake or meta tensor, or storage "
+                                        "resized to 0)");
+      return -1;
+    }
+  }
+  for (const char* lazy : {"is_neg", "is_conj"}) {
+    PyObject* r = PyObject_CallMethod(obj, lazy, nullptr);
+    if (r == nullptr) {
+      PyErr_Clear();  // not a torch tensor: nothing lazy to resolve
+      break;
+    }
+    const bool set = r == Py_True;
+    Py_DECREF(r);
+    if (set) {
+      PyErr_Format(PyExc_ValueError, "it is a lazy %s view whose memory does not hold its values; call %s() first",
+                   lazy[3] == 'n' ? "negation" : "conjugation", lazy[3] == 'n' ? ".resolve_neg" : ".resolve_conj");
+      return -1;
+    }
+  }
+  return 1;
+}
+
 }  // namespace
 
 ReaderKind reader_kind(PyObject* obj) noexcept { return entry_for(Py_TYPE(obj)).kind; }
@@ -190,7 +321,12 @@ int read_tensor(PyObject* obj, DLTensor* out, ReadSlot* slot) noexcept {
         out->data = static_cast<char*>(out->data) + out->byte_offset;
         out->byte_offset = 0;
       }
-      return 1;
+      return check_exchanged(obj, out);
+    case ReaderKind::kNumpy: {
+      const int rc = read_numpy(obj, out, slot);
+      if (rc != 0) return rc;
+      return read_buffer(obj, out, slot);
+    }
     case ReaderKind::kBuffer:
       return read_buffer(obj, out, slot);
     case ReaderKind::kDLPackCapsule:
@@ -229,7 +365,12 @@ std::string install_torch_reader(const char* path, PyObject* tensor_type, PyObje
     return std::string("cannot load ") + path + ": " + (e ? e : "?");
   }
   auto fn = reinterpret_cast<TorchReadFn>(dlsym(h, "pypto_torch_read"));
-  if (fn == nullptr) return "the reader library does not export pypto_torch_read";
+  auto write_check = reinterpret_cast<TorchWriteCheckFn>(dlsym(h, "pypto_torch_write_check"));
+  auto bump = reinterpret_cast<TorchBumpFn>(dlsym(h, "pypto_torch_bump_version"));
+  if (fn == nullptr || write_check == nullptr || bump == nullptr) {
+    dlclose(h);
+    return "the reader library does not export pypto_torch_read/write_check/bump_version";
+  }
   PyObject* seq = PySequence_Fast(probes, "probes must be a sequence");
   if (seq == nullptr) {
     PyErr_Clear();
@@ -263,6 +404,8 @@ std::string install_torch_reader(const char* path, PyObject* tensor_type, PyObje
   Py_INCREF(type);
   g_torch_type = type;
   g_torch_read = fn;  // the library stays loaded for the life of the process
+  g_torch_write_check = write_check;
+  g_torch_bump_version = bump;
   g_torch_exact_type = type;
   for (int i = 0; i < g_cached; ++i)
     if (g_cache[i].kind == ReaderKind::kExchangeApi && PyType_IsSubtype(g_cache[i].type, type))

@@ -3,7 +3,9 @@
 // Readers are chosen by Py_TYPE(obj) pointer and cached per type:
 //   - torch.Tensor (and any type exposing __dlpack_c_exchange_api__): DLPackExchangeAPI's
 //     dltensor_from_py_object_no_sync — a C function pointer, ~70 ns, nothing to release;
-//   - numpy.ndarray and other buffer exporters: the buffer protocol (released after the call);
+//   - numpy.ndarray: its C struct, read directly once the layout was checked against the buffer protocol on a
+//     probe array (~the cost of the torch reader; numpy's struct layout is part of its stable C ABI);
+//   - other buffer exporters: the buffer protocol (released after the call);
 //   - anything else with __dlpack__: the generic capsule protocol (a Python call; the fallback).
 #pragma once
 
@@ -17,7 +19,7 @@
 
 namespace pypto::py {
 
-enum class ReaderKind : uint8_t { kNone = 0, kExchangeApi, kBuffer, kDLPackCapsule, kTorchFast };
+enum class ReaderKind : uint8_t { kNone = 0, kExchangeApi, kBuffer, kDLPackCapsule, kTorchFast, kNumpy };
 
 // Per-argument state that must outlive the kernel call (buffer views, DLPack capsules).
 struct ReadSlot {
@@ -31,7 +33,13 @@ struct ReadSlot {
 
 // The fast torch reader, once installed (install_torch_reader): the call path tries it inline first.
 using TorchReadFn = int (*)(PyObject*, DLTensor*);
+using TorchWriteCheckFn = int (*)(PyObject*);
+using TorchBumpFn = void (*)(PyObject*);
 extern TorchReadFn g_torch_read;
+// From the same library: may the kernel write this tensor (0 yes, 1 it requires grad under grad mode, 2 an
+// inference tensor outside InferenceMode), and the version bump after it did. Null until installed.
+extern TorchWriteCheckFn g_torch_write_check;
+extern TorchBumpFn g_torch_bump_version;
 extern PyTypeObject* g_torch_exact_type;  // torch.Tensor itself: subclasses go through read_tensor()
 
 // Reads `obj`. Returns 1 when read, 0 when `obj` is not a tensor object (no exception set), -1 on an error

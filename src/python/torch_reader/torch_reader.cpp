@@ -8,6 +8,8 @@
 // The core validates this reader against the exchange API on probe tensors before it trusts it.
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <c10/core/GradMode.h>
+#include <c10/core/InferenceMode.h>
 #include <c10/core/TensorImpl.h>
 
 #include "pypto/dlpack.h"
@@ -63,7 +65,9 @@ extern "C" __attribute__((visibility("default"))) int pypto_torch_read(PyObject*
     if (t == nullptr || t->device_type() != c10::DeviceType::CPU || t->layout() != c10::kStrided) return 0;
     const c10::DispatchKeySet ks = t->key_set();
     // storage checked through the pointer, not has_storage() (a virtual call)
+    // Lazy negation/conjugation views (torch._neg_view, .conj()) are not resolved in memory: never read raw.
     if (ks.has(c10::DispatchKey::Python) || ks.has(c10::DispatchKey::PythonTLSSnapshot) ||
+        ks.has(c10::DispatchKey::Negative) || ks.has(c10::DispatchKey::Conjugate) ||
         t->has_symbolic_sizes_strides() || t->unsafe_storage().unsafeGetStorageImpl() == nullptr)
       return 0;
     const unsigned st = static_cast<unsigned>(t->dtype().toScalarType());
@@ -71,8 +75,9 @@ extern "C" __attribute__((visibility("default"))) int pypto_torch_read(PyObject*
     const DtypeInfo& info = kDtypes.v[st];
     out->dtype = info.dl;
     const c10::IntArrayRef sizes = t->sizes();
-    out->data = static_cast<char*>(const_cast<void*>(t->unsafe_storage().data())) +
-                t->storage_offset() * static_cast<int64_t>(info.itemsize);
+    const void* base = t->unsafe_storage().data();
+    if (base == nullptr && t->numel() != 0) return 0;  // storage resized away: the fallback reports it
+    out->data = static_cast<char*>(const_cast<void*>(base)) + t->storage_offset() * static_cast<int64_t>(info.itemsize);
     out->device = DLDevice{kDLCPU, 0};
     out->ndim = static_cast<int32_t>(sizes.size());
     out->shape = const_cast<int64_t*>(sizes.data());
@@ -86,4 +91,29 @@ extern "C" __attribute__((visibility("default"))) int pypto_torch_read(PyObject*
   }
 }
 
-extern "C" __attribute__((visibility("default"))) unsigned pypto_torch_reader_abi(void) { return 1; }
+// Whether the kernel may write `obj` in place, as torch decides for its own in-place ops: 0 yes; 1 no, it
+// requires grad while grad mode is on (autograd could not see the write); 2 no, it is an inference tensor
+// outside InferenceMode. Called before launch for the tensors a specialization writes.
+extern "C" __attribute__((visibility("default"))) int pypto_torch_write_check(PyObject* obj) noexcept {
+  try {
+    c10::TensorImpl* t = reinterpret_cast<THPVariableMirror*>(obj)->impl;
+    if (t == nullptr) return 0;
+    if (t->requires_grad() && c10::GradMode::is_enabled()) return 1;
+    if (t->is_inference() && !c10::InferenceMode::is_enabled()) return 2;
+    return 0;
+  } catch (...) {
+    return 1;
+  }
+}
+
+// Marks a tensor the kernel wrote as modified in place (its version counter), so that autograd refuses a
+// backward that saved its old value instead of computing a wrong gradient.
+extern "C" __attribute__((visibility("default"))) void pypto_torch_bump_version(PyObject* obj) noexcept {
+  try {
+    c10::TensorImpl* t = reinterpret_cast<THPVariableMirror*>(obj)->impl;
+    if (t != nullptr && !t->is_inference()) t->bump_version();
+  } catch (...) {
+  }
+}
+
+extern "C" __attribute__((visibility("default"))) unsigned pypto_torch_reader_abi(void) { return 2; }
