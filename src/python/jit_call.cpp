@@ -61,26 +61,33 @@ PyObject* call_impl(JitFunctionObject* self, PyObject* const* args, size_t nargs
   DLTensor dl[kMaxParams];
   ReadSlot rs[kMaxParams];
   ReadScope scope{rs};
-  uint64_t readonly = 0;
+  uint64_t readonly = 0, torch_mask = 0, held = 0;
+  bool python_ran = false;  // Python code ran after a tensor was read: re-read before launching
   // locals: the compiler cannot keep globals or the table's vectors in registers across the reader calls
   const PyTypeObject* const torch_type = g_torch_exact_type;
   const TorchReadFn torch_read = g_torch_read;
   const int* const tensor_pos = table.tensor_pos.data();
   for (int t = 0; t < nt; ++t) {
     PyObject* obj = slots[tensor_pos[t]];
-    if (Py_TYPE(obj) == torch_type && torch_read(obj, &dl[t])) [[likely]]
+    if (Py_TYPE(obj) == torch_type && torch_read(obj, &dl[t])) [[likely]] {
+      torch_mask |= uint64_t{1} << t;
       continue;  // a plain torch.Tensor: nothing to release, never read-only
+    }
     const int rc = read_tensor(obj, &dl[t], &rs[t]);
     if (rc != 1) [[unlikely]] return tensor_read_error(st, t, obj, rc);
     if (rs[t].cleanup) {
       for (int u = scope.n; u < t; ++u) rs[u].cleanup = 0;  // slots skipped by the fast path
       scope.n = t + 1;
+      held |= uint64_t{1} << t;
     }
     readonly |= static_cast<uint64_t>(rs[t].readonly) << t;
+    torch_mask |= static_cast<uint64_t>(rs[t].torch) << t;
+    python_ran |= rs[t].ran_python && t + 1 < nt;  // the last one read runs no code after itself
   }
   uint64_t key[kMaxKeyWords];
   int n = bind_tensors(table, dl, key);  // checks + the tensor part of the key
   if (n < 0) [[unlikely]] return tensor_check_error(st, dl, slots);
+  const int n_tensor_words = n;
 
   // 3. runtime scalars
   PyptoScalarArg scalars[kMaxParams];
@@ -96,8 +103,9 @@ PyObject* call_impl(JitFunctionObject* self, PyObject* const* args, size_t nargs
       int overflow = 0;
       scalars[s].i = PyLong_AsLongLongAndOverflow(obj, &overflow);
       if (overflow) [[unlikely]] return scalar_overflow_error(st, pos);
-    } else if (!scalar_slow(st, pos, obj, &scalars[s])) [[unlikely]] {
-      return nullptr;
+    } else {
+      python_ran = true;  // __index__ / __float__ may run user code
+      if (!scalar_slow(st, pos, obj, &scalars[s])) [[unlikely]] return nullptr;
     }
   }
 
@@ -111,6 +119,7 @@ PyObject* call_impl(JitFunctionObject* self, PyObject* const* args, size_t nargs
     const ConstCache& cc = st.consts[c];
     uint32_t id = cc.id;
     if (obj != cc.last || !cc.identity_ok) [[unlikely]] {
+      python_ran = true;  // __eq__ / __hash__ of a constant may run user code
       id = const_id_slow(st, c, pos, obj);
       if (id == 0) return nullptr;
     }
@@ -123,10 +132,14 @@ PyObject* call_impl(JitFunctionObject* self, PyObject* const* args, size_t nargs
       bool same = true;
       for (const DictWatch& w : st.dict_watch) same &= dict_version(w.dict) == w.version;
       for (int i : st.cell_guards) same &= PyCell_GET(st.guards[i].container) == st.guards[i].last;
-      if (!same && !guards_unchanged(st)) [[unlikely]] gs = guards_slow(st);
+      if (!same) [[unlikely]] {
+        python_ran = true;
+        if (!guards_unchanged(st)) gs = guards_slow(st);
+      }
     } else {
       for (const Guard& g : st.guards) {
         if (guard_value(g) != g.last) [[unlikely]] {
+          python_ran = true;
           gs = guards_slow(st);
           break;
         }
@@ -144,6 +157,7 @@ PyObject* call_impl(JitFunctionObject* self, PyObject* const* args, size_t nargs
   if constexpr (mode == Mode::kProbe) return probe_result(st, spec != nullptr, key, n, dl);
   const bool spec_was_hit = spec != nullptr;
   if (spec == nullptr) [[unlikely]] {
+    python_ran = true;  // the build traced the kernel's Python body
     spec = miss(st, slots, dl, key, n, hash);
     if (spec == nullptr) {
       if (PyErr_Occurred()) return nullptr;
@@ -158,7 +172,16 @@ PyObject* call_impl(JitFunctionObject* self, PyObject* const* args, size_t nargs
 
   PYPTO_PROF_MARK(kLookup);
 
-  // 6. launch
+  // 6. launch: after Python ran, pointers read before it are read again (and their key words checked); torch
+  // tensors the kernel writes follow autograd's rules for in-place writes (refused, or version bumped)
+  if (python_ran) [[unlikely]] {
+    if (!reread_tensors(st, slots, dl, held, key, n_tensor_words, &readonly, &torch_mask)) return nullptr;
+  }
+  const uint64_t written_torch = torch_mask & spec->written_mask;
+  for (uint64_t m = written_torch; m != 0; m &= m - 1) {
+    PyObject* obj = slots[tensor_pos[__builtin_ctzll(m)]];
+    if (const int why = torch_write_check(obj)) [[unlikely]] return autograd_write_error(st, __builtin_ctzll(m), obj, why);
+  }
   PyptoTensorArg targs[kMaxParams];
   for (int t = 0; t < nt; ++t) {
     targs[t].data = dl[t].data;
@@ -177,6 +200,7 @@ PyObject* call_impl(JitFunctionObject* self, PyObject* const* args, size_t nargs
   } else {
     rc = launch.run(spec->entry, targs, scalars);
   }
+  for (uint64_t m = written_torch; m != 0; m &= m - 1) torch_bump_version(slots[tensor_pos[__builtin_ctzll(m)]]);
   if (rc != 0) [[unlikely]] return kernel_error(st, launch.error);
   PYPTO_PROF_MARK(kLaunch);
   if (spec_was_hit) PYPTO_PROF_COMMIT();

@@ -33,6 +33,11 @@ void record_dict_versions(JitState& st);
 // one when the build stopped early (host_options.compile_stage) and there is nothing to launch.
 [[gnu::noinline]] const Specialization* miss(JitState& st, PyObject** slots, const DLTensor* dl, const uint64_t* key,
                                              int n, uint64_t hash);
+// Python code ran during the call after tensors were read: reads again every tensor that holds no export (bit not in
+// `held`), checks that its key words are unchanged (else an error: the argument changed during the call) and
+// refreshes the read-only and torch bits (the compile may have made torch.Tensor known). false with an exception set.
+[[gnu::cold]] bool reread_tensors(JitState& st, PyObject** slots, DLTensor* dl, uint64_t held, const uint64_t* key,
+                                  int n_tensor_words, uint64_t* readonly, uint64_t* torch_mask);
 // _probe's result: (hit, key bytes, tensor meta).
 [[gnu::cold]] PyObject* probe_result(const JitState& st, bool hit, const uint64_t* key, int n, const DLTensor* dl);
 
@@ -47,5 +52,7 @@ bool is_tensor_like(PyObject* obj);
 [[gnu::cold]] PyObject* scalar_overflow_error(JitState& st, int pos);
 [[gnu::cold]] PyObject* readonly_error(JitState& st, uint64_t written_readonly);
 [[gnu::cold]] PyObject* kernel_error(JitState& st, const char* error);
+// A torch tensor the kernel would write that autograd forbids writing in place (why: torch_write_check's code).
+[[gnu::cold]] PyObject* autograd_write_error(JitState& st, int t, PyObject* obj, int why);
 
 }  // namespace pypto::py

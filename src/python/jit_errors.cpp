@@ -128,6 +128,24 @@ PyObject* readonly_error(JitState& st, uint64_t written_readonly) {
                                      "is written by the kernel, but the argument is read-only");
 }
 
+PyObject* autograd_write_error(JitState& st, int t, PyObject* obj, int why) {
+  if (why < 0) return nullptr;  // the check itself raised
+  const std::string head = msg::head(st.table, st.table.tensor_pos[t]);
+  if (why == 2)
+    return raise(PyExc_RuntimeError, head + "is written by the kernel, but it is an inference tensor: inplace update "
+                                     "to inference tensor outside InferenceMode is not allowed");
+  PyObject* leaf = PyObject_GetAttrString(obj, "is_leaf");
+  const bool is_leaf = leaf == Py_True;
+  Py_XDECREF(leaf);
+  PyErr_Clear();
+  if (is_leaf)  // torch's own words for the same mistake with its in-place ops
+    return raise(PyExc_RuntimeError, head + "is written by the kernel in place: a leaf Variable that requires grad is "
+                                     "being used in an in-place operation (use torch.no_grad() or .detach())");
+  return raise(PyExc_RuntimeError, head + "is written by the kernel in place, but it requires grad and pypto kernels "
+                                   "have no derivative: autograd could not see the write (use torch.no_grad(), "
+                                   ".detach(), or kernel.as_torch_op() with a registered backward)");
+}
+
 PyObject* kernel_error(JitState& st, const char* error) {
   return raise_pypto("KernelRuntimeError", kernel_error_message(st.table.kernel, error));
 }

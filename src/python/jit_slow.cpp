@@ -3,6 +3,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/binder.h"
 #include "core/messages.h"
 #include "python/const_interner.h"
 #include "python/jit_cold.h"
@@ -182,6 +183,40 @@ PyObject* tensor_meta(const JitState& st, const DLTensor* dl) {
   return meta;
 }
 }  // namespace
+
+bool reread_tensors(JitState& st, PyObject** slots, DLTensor* dl, uint64_t held, const uint64_t* key,
+                    int n_tensor_words, uint64_t* readonly, uint64_t* torch_mask) {
+  const ParamTable& table = st.table;
+  for (int t = 0; t < table.n_tensors(); ++t) {
+    if (held >> t & 1) continue;  // its buffer/capsule export keeps the memory alive and unchanged
+    PyObject* obj = slots[table.tensor_pos[t]];
+    const uint64_t bit = uint64_t{1} << t;
+    if (Py_TYPE(obj) == g_torch_exact_type && g_torch_read != nullptr && g_torch_read(obj, &dl[t])) {
+      *torch_mask |= bit;
+      continue;
+    }
+    ReadSlot slot;
+    const int rc = read_tensor(obj, &dl[t], &slot);
+    if (rc != 1) return tensor_read_error(st, t, obj, rc) != nullptr;
+    if (slot.cleanup) {  // a reader that now holds an export: the first read held none; the object changed kind
+      release_slot(&slot);
+      raise(PyExc_RuntimeError, msg::head(table, table.tensor_pos[t]) + "the argument changed while Python code ran "
+                                "during this call");
+      return false;
+    }
+    *readonly = (*readonly & ~bit) | (slot.readonly ? bit : 0);
+    *torch_mask = (*torch_mask & ~bit) | (slot.torch ? bit : 0);
+  }
+  uint64_t again[kMaxKeyWords];
+  const int n = bind_tensors(table, dl, again);
+  if (n != n_tensor_words || std::memcmp(again, key, sizeof(uint64_t) * n) != 0) {
+    // Python code (an __index__, a constant's __eq__, a guard, the compile) resized or replaced a tensor argument
+    raise(PyExc_RuntimeError, msg::head(table) + "a tensor argument changed shape, dtype or layout while Python code "
+                              "ran during this call; nothing was launched");
+    return false;
+  }
+  return true;
+}
 
 PyObject* probe_result(const JitState& st, bool hit, const uint64_t* key, int n, const DLTensor* dl) {
   PyObject* kb = PyBytes_FromStringAndSize(reinterpret_cast<const char*>(key), sizeof(uint64_t) * n);

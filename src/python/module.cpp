@@ -47,6 +47,8 @@ NB_MODULE(PYPTO_EXT_NAME, m) {
     for (int d = 0; d < PYPTO_DT_COUNT; ++d) names.append(pypto::dtype_name(d));
     m.attr("DTYPE_NAMES") = nb::tuple(names);
   }
+  m.def("set_torch_tensor_type", [](nb::handle tensor_type) { pypto::py::set_torch_tensor_type(tensor_type.ptr()); },
+        "make torch.Tensor known to the core (writes into torch tensors respect autograd)");
   m.def("install_torch_reader",
         [](const std::string& path, nb::handle tensor_type, nb::handle probes) {
           return pypto::py::install_torch_reader(path.c_str(), tensor_type.ptr(), probes.ptr());

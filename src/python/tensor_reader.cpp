@@ -94,6 +94,7 @@ struct ReaderEntry {
   PyTypeObject* type;
   ReaderKind kind;
   const ExchangeApi* api;
+  bool torch;  // the type is torch.Tensor or a subclass
 };
 
 // A handful of tensor types are ever seen; a linear scan over pointers is faster than any map.
@@ -103,7 +104,7 @@ ReaderEntry g_cache[kCacheSize];
 int g_cached = 0;
 
 ReaderEntry classify(PyTypeObject* type) {
-  ReaderEntry e{type, ReaderKind::kNone, nullptr};
+  ReaderEntry e{type, ReaderKind::kNone, nullptr, g_torch_type != nullptr && PyType_IsSubtype(type, g_torch_type)};
   PyObject* cap = PyObject_GetAttrString(reinterpret_cast<PyObject*>(type), "__dlpack_c_exchange_api__");
   if (cap != nullptr) {
     if (PyCapsule_CheckExact(cap)) {
@@ -311,11 +312,14 @@ int read_tensor(PyObject* obj, DLTensor* out, ReadSlot* slot) noexcept {
   const ReaderEntry& e = entry_for(Py_TYPE(obj));
   slot->cleanup = 0;
   slot->readonly = false;
+  slot->torch = e.torch;
+  slot->ran_python = false;
   switch (e.kind) {
     case ReaderKind::kTorchFast:
       if (g_torch_read(obj, out)) return 1;
       [[fallthrough]];  // not a plain dense CPU tensor: the exchange API handles (or reports) it
     case ReaderKind::kExchangeApi:
+      slot->ran_python = true;  // check_exchanged calls methods a subclass may override
       if (e.api->dltensor_from_py_object_no_sync(obj, out) != 0) return -1;
       if (out->byte_offset) {
         out->data = static_cast<char*>(out->data) + out->byte_offset;
@@ -328,8 +332,10 @@ int read_tensor(PyObject* obj, DLTensor* out, ReadSlot* slot) noexcept {
       return read_buffer(obj, out, slot);
     }
     case ReaderKind::kBuffer:
+      slot->ran_python = true;  // a Python class may implement the buffer protocol (__buffer__)
       return read_buffer(obj, out, slot);
     case ReaderKind::kDLPackCapsule:
+      slot->ran_python = true;
       return read_capsule(obj, out, slot);
     default:
       return 0;
@@ -401,8 +407,7 @@ std::string install_torch_reader(const char* path, PyObject* tensor_type, PyObje
     dlclose(h);
     return why;
   }
-  Py_INCREF(type);
-  g_torch_type = type;
+  set_torch_tensor_type(tensor_type);
   g_torch_read = fn;  // the library stays loaded for the life of the process
   g_torch_write_check = write_check;
   g_torch_bump_version = bump;
@@ -411,6 +416,61 @@ std::string install_torch_reader(const char* path, PyObject* tensor_type, PyObje
     if (g_cache[i].kind == ReaderKind::kExchangeApi && PyType_IsSubtype(g_cache[i].type, type))
       g_cache[i].kind = ReaderKind::kTorchFast;
   return "";
+}
+
+void set_torch_tensor_type(PyObject* tensor_type) {
+  if (!PyType_Check(tensor_type) || g_torch_type != nullptr) return;
+  auto* type = reinterpret_cast<PyTypeObject*>(tensor_type);
+  Py_INCREF(type);
+  g_torch_type = type;
+  for (int i = 0; i < g_cached; ++i) g_cache[i].torch = PyType_IsSubtype(g_cache[i].type, type);
+}
+
+namespace {
+// torch's Python-level answers, for tensors the fast reader's library is not there (yet) to ask.
+PyObject* torch_attr(const char* module, const char* name) {
+  PyObject* m = PyImport_ImportModule(module);
+  if (m == nullptr) return nullptr;
+  PyObject* f = PyObject_GetAttrString(m, name);
+  Py_DECREF(m);
+  return f;
+}
+}  // namespace
+
+int torch_write_check_slow(PyObject* obj) noexcept {
+  PyObject* rg = PyObject_GetAttrString(obj, "requires_grad");
+  if (rg == nullptr) return -1;
+  const bool requires_grad = rg == Py_True;
+  Py_DECREF(rg);
+  if (requires_grad) {
+    PyObject* f = torch_attr("torch", "is_grad_enabled");
+    PyObject* on = f ? PyObject_CallNoArgs(f) : nullptr;
+    Py_XDECREF(f);
+    if (on == nullptr) return -1;
+    const bool enabled = on == Py_True;
+    Py_DECREF(on);
+    if (enabled) return 1;
+  }
+  PyObject* inf = PyObject_CallMethod(obj, "is_inference", nullptr);
+  if (inf == nullptr) return -1;
+  const bool inference = inf == Py_True;
+  Py_DECREF(inf);
+  if (!inference) return 0;
+  PyObject* f = torch_attr("torch", "is_inference_mode_enabled");
+  PyObject* on = f ? PyObject_CallNoArgs(f) : nullptr;
+  Py_XDECREF(f);
+  if (on == nullptr) return -1;
+  const bool mode = on == Py_True;
+  Py_DECREF(on);
+  return mode ? 0 : 2;
+}
+
+void torch_bump_version_slow(PyObject* obj) noexcept {
+  PyObject* f = torch_attr("torch.autograd.graph", "increment_version");
+  PyObject* r = f ? PyObject_CallOneArg(f, obj) : nullptr;
+  Py_XDECREF(f);
+  Py_XDECREF(r);
+  PyErr_Clear();  // an inference tensor inside InferenceMode has no version to bump
 }
 
 const char* type_name(PyObject* obj) noexcept {

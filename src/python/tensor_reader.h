@@ -26,6 +26,8 @@ struct ReadSlot {
   // Plain data, set by read_tensor(): call frames hold arrays of these and must not pay for constructors.
   uint8_t cleanup;   // 0 nothing, 1 Py_buffer, 2 DLManagedTensor, 3 DLManagedTensorVersioned
   bool readonly;
+  bool torch;        // a torch.Tensor (or subclass): a write must respect autograd (write_check, bump_version)
+  bool ran_python;   // reading it may have run Python code (a __dlpack__ method, a Python-level buffer, ...)
   void* managed;
   int64_t strides[PYPTO_MAX_RANK];
   Py_buffer view;
@@ -52,6 +54,20 @@ ReaderKind reader_kind(PyObject* obj) noexcept;
 // against the exchange API on `probes` (a sequence of tensors of `tensor_type`), and on success makes it the
 // reader of `tensor_type` and its subclasses. Returns "" or why it was not installed (cold path).
 std::string install_torch_reader(const char* path, PyObject* tensor_type, PyObject* probes);
+// Makes `tensor_type` (torch.Tensor) known before the fast reader is built, so that writes into torch tensors read
+// through the exchange API meanwhile still respect autograd (through Python, on that slow path only).
+void set_torch_tensor_type(PyObject* tensor_type);
+// Autograd rules for a torch tensor the kernel writes, with or without the fast reader: may it be written (0 yes,
+// 1 requires grad under grad mode, 2 an inference tensor outside InferenceMode, -1 error set), and its version bump.
+int torch_write_check_slow(PyObject* obj) noexcept;
+void torch_bump_version_slow(PyObject* obj) noexcept;
+inline int torch_write_check(PyObject* obj) noexcept {
+  return g_torch_write_check != nullptr ? g_torch_write_check(obj) : torch_write_check_slow(obj);
+}
+inline void torch_bump_version(PyObject* obj) noexcept {
+  if (g_torch_bump_version != nullptr) g_torch_bump_version(obj);
+  else torch_bump_version_slow(obj);
+}
 // Short description of an argument's type for messages: "torch.Tensor", "numpy.ndarray", "float", ...
 const char* type_name(PyObject* obj) noexcept;
 

@@ -67,7 +67,10 @@ def build(torch) -> Path:
 
 def ensure_installed() -> str:
     """Install the fast reader once per process (when torch is in use). Returns '' or why not."""
-    if "torch" not in sys.modules or os.environ.get("PYPTO_TORCH_FAST_READER", "1") == "0":
+    if "torch" not in sys.modules:
+        return "not requested"
+    _core.set_torch_tensor_type(sys.modules["torch"].Tensor)  # autograd rules for writes, with or without the reader
+    if os.environ.get("PYPTO_TORCH_FAST_READER", "1") == "0":
         return "not requested"
     with _lock:
         if "status" in _state:
