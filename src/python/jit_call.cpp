@@ -61,7 +61,7 @@ PyObject* call_impl(JitFunctionObject* self, PyObject* const* args, size_t nargs
   DLTensor dl[kMaxParams];
   ReadSlot rs[kMaxParams];
   ReadScope scope{rs};
-  uint64_t readonly = 0, torch_mask = 0, held = 0;
+  uint64_t readonly = 0, held = 0;
   bool python_ran = false;  // Python code ran after a tensor was read: re-read before launching
   // locals: the compiler cannot keep globals or the table's vectors in registers across the reader calls
   const PyTypeObject* const torch_type = g_torch_exact_type;
@@ -69,10 +69,8 @@ PyObject* call_impl(JitFunctionObject* self, PyObject* const* args, size_t nargs
   const int* const tensor_pos = table.tensor_pos.data();
   for (int t = 0; t < nt; ++t) {
     PyObject* obj = slots[tensor_pos[t]];
-    if (Py_TYPE(obj) == torch_type && torch_read(obj, &dl[t])) [[likely]] {
-      torch_mask |= uint64_t{1} << t;
-      continue;  // a plain torch.Tensor: nothing to release, never read-only
-    }
+    if (Py_TYPE(obj) == torch_type && torch_read(obj, &dl[t])) [[likely]]
+      continue;  // a plain torch.Tensor: nothing to release, never read-only (rs[t] left unset)
     const int rc = read_tensor(obj, &dl[t], &rs[t]);
     if (rc != 1) [[unlikely]] return tensor_read_error(st, t, obj, rc);
     if (rs[t].cleanup) {
@@ -81,7 +79,6 @@ PyObject* call_impl(JitFunctionObject* self, PyObject* const* args, size_t nargs
       held |= uint64_t{1} << t;
     }
     readonly |= static_cast<uint64_t>(rs[t].readonly) << t;
-    torch_mask |= static_cast<uint64_t>(rs[t].torch) << t;
     python_ran |= rs[t].ran_python && t + 1 < nt;  // the last one read runs no code after itself
   }
   uint64_t key[kMaxKeyWords];
@@ -175,12 +172,15 @@ PyObject* call_impl(JitFunctionObject* self, PyObject* const* args, size_t nargs
   // 6. launch: after Python ran, pointers read before it are read again (and their key words checked); torch
   // tensors the kernel writes follow autograd's rules for in-place writes (refused, or version bumped)
   if (python_ran) [[unlikely]] {
-    if (!reread_tensors(st, slots, dl, held, key, n_tensor_words, &readonly, &torch_mask)) return nullptr;
+    if (!reread_tensors(st, slots, dl, rs, held, key, n_tensor_words, &readonly)) return nullptr;
   }
-  const uint64_t written_torch = torch_mask & spec->written_mask;
-  for (uint64_t m = written_torch; m != 0; m &= m - 1) {
-    PyObject* obj = slots[tensor_pos[__builtin_ctzll(m)]];
-    if (const int why = torch_write_check(obj)) [[unlikely]] return autograd_write_error(st, __builtin_ctzll(m), obj, why);
+  if (readonly & spec->written_mask) [[unlikely]] return readonly_error(st, readonly & spec->written_mask);
+  for (uint64_t m = spec->written_mask; m != 0; m &= m - 1) {
+    const int t = __builtin_ctzll(m);
+    PyObject* obj = slots[tensor_pos[t]];
+    if (Py_TYPE(obj) == torch_type || rs[t].torch) {  // rs[t] is set for every tensor not read by the fast path
+      if (const int why = torch_begin_write(obj)) [[unlikely]] return autograd_write_error(st, t, obj, why);
+    }
   }
   PyptoTensorArg targs[kMaxParams];
   for (int t = 0; t < nt; ++t) {
@@ -190,7 +190,6 @@ PyObject* call_impl(JitFunctionObject* self, PyObject* const* args, size_t nargs
   }
   // decides whether the kernel runs without the GIL; fixed by the key unless some dim is DYNAMIC
   const int64_t elements = spec->elements >= 0 ? spec->elements : count_elements(dl, nt);
-  if (readonly & spec->written_mask) [[unlikely]] return readonly_error(st, readonly & spec->written_mask);
   KernelLaunch launch(st.num_threads, st.debug_mode);
   int rc;
   if (elements >= st.release_gil_elements) {
@@ -200,7 +199,6 @@ PyObject* call_impl(JitFunctionObject* self, PyObject* const* args, size_t nargs
   } else {
     rc = launch.run(spec->entry, targs, scalars);
   }
-  for (uint64_t m = written_torch; m != 0; m &= m - 1) torch_bump_version(slots[tensor_pos[__builtin_ctzll(m)]]);
   if (rc != 0) [[unlikely]] return kernel_error(st, launch.error);
   PYPTO_PROF_MARK(kLaunch);
   if (spec_was_hit) PYPTO_PROF_COMMIT();

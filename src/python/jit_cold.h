@@ -10,6 +10,7 @@
 #include "pypto/dlpack.h"
 #include "pypto/kernel_abi.h"
 #include "python/jit_state.h"
+#include "python/tensor_reader.h"
 
 namespace pypto::py {
 
@@ -35,9 +36,10 @@ void record_dict_versions(JitState& st);
                                              int n, uint64_t hash);
 // Python code ran during the call after tensors were read: reads again every tensor that holds no export (bit not in
 // `held`), checks that its key words are unchanged (else an error: the argument changed during the call) and
-// refreshes the read-only and torch bits (the compile may have made torch.Tensor known). false with an exception set.
-[[gnu::cold]] bool reread_tensors(JitState& st, PyObject** slots, DLTensor* dl, uint64_t held, const uint64_t* key,
-                                  int n_tensor_words, uint64_t* readonly, uint64_t* torch_mask);
+// refreshes the read-only bits and rs[t].torch (the compile may have made torch.Tensor known). false with an
+// exception set.
+[[gnu::cold]] bool reread_tensors(JitState& st, PyObject** slots, DLTensor* dl, ReadSlot* rs, uint64_t held,
+                                  const uint64_t* key, int n_tensor_words, uint64_t* readonly);
 // _probe's result: (hit, key bytes, tensor meta).
 [[gnu::cold]] PyObject* probe_result(const JitState& st, bool hit, const uint64_t* key, int n, const DLTensor* dl);
 

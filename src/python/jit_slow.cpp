@@ -184,15 +184,15 @@ PyObject* tensor_meta(const JitState& st, const DLTensor* dl) {
 }
 }  // namespace
 
-bool reread_tensors(JitState& st, PyObject** slots, DLTensor* dl, uint64_t held, const uint64_t* key,
-                    int n_tensor_words, uint64_t* readonly, uint64_t* torch_mask) {
+bool reread_tensors(JitState& st, PyObject** slots, DLTensor* dl, ReadSlot* rs, uint64_t held, const uint64_t* key,
+                    int n_tensor_words, uint64_t* readonly) {
   const ParamTable& table = st.table;
   for (int t = 0; t < table.n_tensors(); ++t) {
     if (held >> t & 1) continue;  // its buffer/capsule export keeps the memory alive and unchanged
     PyObject* obj = slots[table.tensor_pos[t]];
     const uint64_t bit = uint64_t{1} << t;
     if (Py_TYPE(obj) == g_torch_exact_type && g_torch_read != nullptr && g_torch_read(obj, &dl[t])) {
-      *torch_mask |= bit;
+      rs[t].torch = true;  // the launch's own test compares with the type seen before the compile
       continue;
     }
     ReadSlot slot;
@@ -205,7 +205,7 @@ bool reread_tensors(JitState& st, PyObject** slots, DLTensor* dl, uint64_t held,
       return false;
     }
     *readonly = (*readonly & ~bit) | (slot.readonly ? bit : 0);
-    *torch_mask = (*torch_mask & ~bit) | (slot.torch ? bit : 0);
+    rs[t].torch = slot.torch;
   }
   uint64_t again[kMaxKeyWords];
   const int n = bind_tensors(table, dl, again);

@@ -11,8 +11,7 @@
 namespace pypto::py {
 
 TorchReadFn g_torch_read = nullptr;  // installed by install_torch_reader()
-TorchWriteCheckFn g_torch_write_check = nullptr;
-TorchBumpFn g_torch_bump_version = nullptr;
+TorchBeginWriteFn g_torch_begin_write = nullptr;
 PyTypeObject* g_torch_exact_type = nullptr;
 
 namespace {
@@ -371,11 +370,10 @@ std::string install_torch_reader(const char* path, PyObject* tensor_type, PyObje
     return std::string("cannot load ") + path + ": " + (e ? e : "?");
   }
   auto fn = reinterpret_cast<TorchReadFn>(dlsym(h, "pypto_torch_read"));
-  auto write_check = reinterpret_cast<TorchWriteCheckFn>(dlsym(h, "pypto_torch_write_check"));
-  auto bump = reinterpret_cast<TorchBumpFn>(dlsym(h, "pypto_torch_bump_version"));
-  if (fn == nullptr || write_check == nullptr || bump == nullptr) {
+  auto begin_write = reinterpret_cast<TorchBeginWriteFn>(dlsym(h, "pypto_torch_begin_write"));
+  if (fn == nullptr || begin_write == nullptr) {
     dlclose(h);
-    return "the reader library does not export pypto_torch_read/write_check/bump_version";
+    return "the reader library does not export pypto_torch_read/pypto_torch_begin_write";
   }
   PyObject* seq = PySequence_Fast(probes, "probes must be a sequence");
   if (seq == nullptr) {
@@ -409,8 +407,7 @@ std::string install_torch_reader(const char* path, PyObject* tensor_type, PyObje
   }
   set_torch_tensor_type(tensor_type);
   g_torch_read = fn;  // the library stays loaded for the life of the process
-  g_torch_write_check = write_check;
-  g_torch_bump_version = bump;
+  g_torch_begin_write = begin_write;
   g_torch_exact_type = type;
   for (int i = 0; i < g_cached; ++i)
     if (g_cache[i].kind == ReaderKind::kExchangeApi && PyType_IsSubtype(g_cache[i].type, type))
@@ -437,7 +434,7 @@ PyObject* torch_attr(const char* module, const char* name) {
 }
 }  // namespace
 
-int torch_write_check_slow(PyObject* obj) noexcept {
+int torch_begin_write_slow(PyObject* obj) noexcept {
   PyObject* rg = PyObject_GetAttrString(obj, "requires_grad");
   if (rg == nullptr) return -1;
   const bool requires_grad = rg == Py_True;
@@ -455,22 +452,21 @@ int torch_write_check_slow(PyObject* obj) noexcept {
   if (inf == nullptr) return -1;
   const bool inference = inf == Py_True;
   Py_DECREF(inf);
-  if (!inference) return 0;
-  PyObject* f = torch_attr("torch", "is_inference_mode_enabled");
-  PyObject* on = f ? PyObject_CallNoArgs(f) : nullptr;
-  Py_XDECREF(f);
-  if (on == nullptr) return -1;
-  const bool mode = on == Py_True;
-  Py_DECREF(on);
-  return mode ? 0 : 2;
-}
-
-void torch_bump_version_slow(PyObject* obj) noexcept {
+  if (inference) {
+    PyObject* f = torch_attr("torch", "is_inference_mode_enabled");
+    PyObject* on = f ? PyObject_CallNoArgs(f) : nullptr;
+    Py_XDECREF(f);
+    if (on == nullptr) return -1;
+    const bool mode = on == Py_True;
+    Py_DECREF(on);
+    return mode ? 0 : 2;
+  }
   PyObject* f = torch_attr("torch.autograd.graph", "increment_version");
   PyObject* r = f ? PyObject_CallOneArg(f, obj) : nullptr;
   Py_XDECREF(f);
-  Py_XDECREF(r);
-  PyErr_Clear();  // an inference tensor inside InferenceMode has no version to bump
+  if (r == nullptr) return -1;
+  Py_DECREF(r);
+  return 0;
 }
 
 const char* type_name(PyObject* obj) noexcept {

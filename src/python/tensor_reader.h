@@ -35,13 +35,11 @@ struct ReadSlot {
 
 // The fast torch reader, once installed (install_torch_reader): the call path tries it inline first.
 using TorchReadFn = int (*)(PyObject*, DLTensor*);
-using TorchWriteCheckFn = int (*)(PyObject*);
-using TorchBumpFn = void (*)(PyObject*);
+using TorchBeginWriteFn = int (*)(PyObject*);
 extern TorchReadFn g_torch_read;
-// From the same library: may the kernel write this tensor (0 yes, 1 it requires grad under grad mode, 2 an
-// inference tensor outside InferenceMode), and the version bump after it did. Null until installed.
-extern TorchWriteCheckFn g_torch_write_check;
-extern TorchBumpFn g_torch_bump_version;
+// From the same library, for each torch tensor a kernel is about to write: 0 may write (its version counter bumped),
+// 1 it requires grad under grad mode, 2 an inference tensor outside InferenceMode. Null until installed.
+extern TorchBeginWriteFn g_torch_begin_write;
 extern PyTypeObject* g_torch_exact_type;  // torch.Tensor itself: subclasses go through read_tensor()
 
 // Reads `obj`. Returns 1 when read, 0 when `obj` is not a tensor object (no exception set), -1 on an error
@@ -57,16 +55,11 @@ std::string install_torch_reader(const char* path, PyObject* tensor_type, PyObje
 // Makes `tensor_type` (torch.Tensor) known before the fast reader is built, so that writes into torch tensors read
 // through the exchange API meanwhile still respect autograd (through Python, on that slow path only).
 void set_torch_tensor_type(PyObject* tensor_type);
-// Autograd rules for a torch tensor the kernel writes, with or without the fast reader: may it be written (0 yes,
-// 1 requires grad under grad mode, 2 an inference tensor outside InferenceMode, -1 error set), and its version bump.
-int torch_write_check_slow(PyObject* obj) noexcept;
-void torch_bump_version_slow(PyObject* obj) noexcept;
-inline int torch_write_check(PyObject* obj) noexcept {
-  return g_torch_write_check != nullptr ? g_torch_write_check(obj) : torch_write_check_slow(obj);
-}
-inline void torch_bump_version(PyObject* obj) noexcept {
-  if (g_torch_bump_version != nullptr) g_torch_bump_version(obj);
-  else torch_bump_version_slow(obj);
+// Autograd's rules for a torch tensor the kernel is about to write, with or without the fast reader: as
+// g_torch_begin_write, or -1 with an exception set (through torch's Python API before the reader is installed).
+int torch_begin_write_slow(PyObject* obj) noexcept;
+inline int torch_begin_write(PyObject* obj) noexcept {
+  return g_torch_begin_write != nullptr ? g_torch_begin_write(obj) : torch_begin_write_slow(obj);
 }
 // Short description of an argument's type for messages: "torch.Tensor", "numpy.ndarray", "float", ...
 const char* type_name(PyObject* obj) noexcept;

@@ -56,19 +56,24 @@ struct DtypeTable {
 };
 constexpr DtypeTable kDtypes;
 
+// Tensors read elsewhere: Python-dispatch subclasses, and lazy negation/conjugation views. All four are functionality
+// keys (no backend bits), so one AND of the raw sets tests them.
+constexpr c10::DispatchKeySet kDeclined =
+    c10::DispatchKeySet(c10::DispatchKey::Python) | c10::DispatchKeySet(c10::DispatchKey::PythonTLSSnapshot) |
+    c10::DispatchKeySet(c10::DispatchKey::Negative) | c10::DispatchKeySet(c10::DispatchKey::Conjugate);
+
 }  // namespace
 
 // 1: read; 0: not handled here (use the fallback reader). Never throws, never sets a Python error.
-extern "C" __attribute__((visibility("default"))) int pypto_torch_read(PyObject* obj, DLTensor* out) noexcept {
+// flatten: every accessor inlined (g++ otherwise leaves some out of line as the function grows).
+extern "C" __attribute__((visibility("default"), flatten)) int pypto_torch_read(PyObject* obj, DLTensor* out) noexcept {
   try {
     const c10::TensorImpl* t = reinterpret_cast<THPVariableMirror*>(obj)->impl;
     if (t == nullptr || t->device_type() != c10::DeviceType::CPU || t->layout() != c10::kStrided) return 0;
-    const c10::DispatchKeySet ks = t->key_set();
-    // storage checked through the pointer, not has_storage() (a virtual call)
-    // Lazy negation/conjugation views (torch._neg_view, .conj()) are not resolved in memory: never read raw.
-    if (ks.has(c10::DispatchKey::Python) || ks.has(c10::DispatchKey::PythonTLSSnapshot) ||
-        ks.has(c10::DispatchKey::Negative) || ks.has(c10::DispatchKey::Conjugate) ||
-        t->has_symbolic_sizes_strides() || t->unsafe_storage().unsafeGetStorageImpl() == nullptr)
+    // Lazy negation/conjugation views (torch._neg_view, .conj()) are not resolved in memory: never read raw. The
+    // storage is checked through its pointer, not has_storage() (a virtual call).
+    if ((t->key_set().raw_repr() & kDeclined.raw_repr()) != 0 || t->has_symbolic_sizes_strides() ||
+        t->unsafe_storage().unsafeGetStorageImpl() == nullptr)
       return 0;
     const unsigned st = static_cast<unsigned>(t->dtype().toScalarType());
     if (st >= kDtypeTableSize || kDtypes.v[st].itemsize == 0) return 0;
@@ -91,28 +96,23 @@ extern "C" __attribute__((visibility("default"))) int pypto_torch_read(PyObject*
   }
 }
 
-// Whether the kernel may write `obj` in place, as torch decides for its own in-place ops: 0 yes; 1 no, it
-// requires grad while grad mode is on (autograd could not see the write); 2 no, it is an inference tensor
-// outside InferenceMode. Called before launch for the tensors a specialization writes.
-extern "C" __attribute__((visibility("default"))) int pypto_torch_write_check(PyObject* obj) noexcept {
+// Called before launch for each tensor the specialization writes, as torch's in-place ops behave: 0 and its version
+// counter bumped (so that a backward that saved the old value raises instead of computing a wrong gradient); 1 it
+// requires grad while grad mode is on (autograd could not see the write); 2 an inference tensor outside
+// InferenceMode. Bumping before the write instead of after it is not observable by autograd.
+extern "C" __attribute__((visibility("default"))) int pypto_torch_begin_write(PyObject* obj) noexcept {
   try {
     c10::TensorImpl* t = reinterpret_cast<THPVariableMirror*>(obj)->impl;
     if (t == nullptr) return 0;
-    if (t->requires_grad() && c10::GradMode::is_enabled()) return 1;
-    if (t->is_inference() && !c10::InferenceMode::is_enabled()) return 2;
+    if (t->autograd_meta() != nullptr && t->requires_grad() && c10::GradMode::is_enabled()) return 1;
+    try {
+      t->bump_version();  // throws only for an inference tensor outside InferenceMode (it has no version counter)
+    } catch (...) {
+      return 2;
+    }
     return 0;
   } catch (...) {
     return 1;
-  }
-}
-
-// Marks a tensor the kernel wrote as modified in place (its version counter), so that autograd refuses a
-// backward that saved its old value instead of computing a wrong gradient.
-extern "C" __attribute__((visibility("default"))) void pypto_torch_bump_version(PyObject* obj) noexcept {
-  try {
-    c10::TensorImpl* t = reinterpret_cast<THPVariableMirror*>(obj)->impl;
-    if (t != nullptr && !t->is_inference()) t->bump_version();
-  } catch (...) {
   }
 }
 
