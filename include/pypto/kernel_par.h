@@ -10,8 +10,9 @@
  *
  * Why one pool per process although every kernel is its own .so: pool() is an inline function with default
  * visibility, so its static object is an STB_GNU_UNIQUE symbol; the dynamic linker binds all libraries to the
- * first definition even with RTLD_LOCAL, and it never unloads a library whose unique symbol is in use, so a
- * worker's code cannot be unmapped under it. The name carries a layout version (v1): change the struct, bump it.
+ * first definition even with RTLD_LOCAL. A worker runs the code of the library that started it, so that library
+ * pins itself (dlopen RTLD_NODELETE of its own path) before starting one: unloading the kernel later cannot unmap
+ * a worker's code. The name carries a layout version (v1): change the struct, bump it.
  *
  * Determinism: callers split work into parts whose results do not depend on which thread runs them (tiles that
  * write disjoint outputs; partial results combined afterwards in a fixed order), so any thread count, including 1,
@@ -21,6 +22,7 @@
 #ifndef PYPTO_KERNEL_PAR_H_
 #define PYPTO_KERNEL_PAR_H_
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
 
@@ -42,12 +44,15 @@ struct PoolV1 {
   int (*fn)(void* arg, int64_t part);
   void* arg;
   int err;                       /* first non-zero part result; later parts are skipped */
+  int fixed;                     /* 1: part k runs on worker k (k >= 1), part 0 on the caller (parallel_for) */
   pthread_t threads[POOL_MAX_THREADS];
+  uint64_t born[POOL_MAX_THREADS + 1]; /* per worker: the generation before the job it was started for */
+  uint64_t slot[POOL_MAX_THREADS];     /* fixed mode: part k is still to run in generation slot[k] */
 };
 
 __attribute__((visibility("default"))) inline PoolV1& pool_v1() {
   static PoolV1 p = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0,
-                     0, 0, 0, 0, 0, {}};
+                     0, 0, 0, 0, 0, 0, {}, {}, {}};
   return p;
 }
 
@@ -57,31 +62,46 @@ static inline void pool_pause() {
 #endif
 }
 
-/* Take and run parts of generation g until none is left; the thread that finishes the last part signals. */
-static inline void pool_run_parts(PoolV1& p, uint64_t g) {
+static inline void pool_run_one(PoolV1& p, int64_t k) {
+  if (!__atomic_load_n(&p.err, __ATOMIC_RELAXED)) {
+    const int r = p.fn(p.arg, k);
+    if (r) {
+      int expected = 0;
+      __atomic_compare_exchange_n(&p.err, &expected, r, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+    }
+  }
+  if (__atomic_sub_fetch(&p.remaining, 1, __ATOMIC_ACQ_REL) == 0) {
+    pthread_mutex_lock(&p.mu);
+    pthread_cond_broadcast(&p.done);
+    pthread_mutex_unlock(&p.mu);
+  }
+}
+
+/* Take and run parts of generation g until none is left (fixed mode: worker w runs part w only); the thread that
+ * finishes the last part signals. */
+static inline void pool_run_parts(PoolV1& p, uint64_t g, int64_t worker) {
+  if (__atomic_load_n(&p.fixed, __ATOMIC_ACQUIRE)) {
+    /* claim part `worker` of generation g; fails when it is not g's (a newer job, or already run) */
+    uint64_t expect = g;
+    if (worker >= 1 && worker < POOL_MAX_THREADS &&
+        __atomic_compare_exchange_n(&p.slot[worker], &expect, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+      pool_run_one(p, worker);
+    return;
+  }
   for (;;) {
     uint64_t t = __atomic_load_n(&p.ticket, __ATOMIC_ACQUIRE);
     if ((t >> 32) != (g & 0xffffffffu) || (int64_t)(t & 0xffffffffu) >= p.nparts) return;
     if (!__atomic_compare_exchange_n(&p.ticket, &t, t + 1, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) continue;
-    const int64_t k = (int64_t)(t & 0xffffffffu);
-    if (!__atomic_load_n(&p.err, __ATOMIC_RELAXED)) {
-      const int r = p.fn(p.arg, k);
-      if (r) {
-        int expected = 0;
-        __atomic_compare_exchange_n(&p.err, &expected, r, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
-      }
-    }
-    if (__atomic_sub_fetch(&p.remaining, 1, __ATOMIC_ACQ_REL) == 0) {
-      pthread_mutex_lock(&p.mu);
-      pthread_cond_broadcast(&p.done);
-      pthread_mutex_unlock(&p.mu);
-    }
+    pool_run_one(p, (int64_t)(t & 0xffffffffu));
   }
 }
 
 static inline void* pool_worker(void* arg) {
-  PoolV1& p = *(PoolV1*)arg;
-  uint64_t seen = __atomic_load_n(&p.gen, __ATOMIC_ACQUIRE);
+  PoolV1& p = pool_v1();
+  const int64_t worker = (int64_t)(intptr_t)arg; /* 1-based */
+  pthread_setname_np(pthread_self(), "pypto-pool");
+  /* not the current gen: the job this worker was started for may already be published when it gets here */
+  uint64_t seen = __atomic_load_n(&p.born[worker], __ATOMIC_ACQUIRE);
   for (;;) {
     /* spin briefly (back-to-back launches), then sleep: idle workers must not eat the shared cores */
     uint64_t g = seen;
@@ -92,7 +112,7 @@ static inline void* pool_worker(void* arg) {
       pthread_mutex_unlock(&p.mu);
     }
     seen = g;
-    pool_run_parts(p, g);
+    pool_run_parts(p, g, worker);
   }
   return 0;
 }
@@ -110,7 +130,7 @@ static inline void pool_after_fork_child() {
 /* Run part(k) for k in [0, nparts) on up to `nthreads` threads (the caller is one of them). Returns the first
  * non-zero part result (the remaining parts are then skipped), else 0. */
 template <class F>
-static int run_parts(int64_t nparts, int32_t nthreads, F& part) {
+static int run_parts(int64_t nparts, int32_t nthreads, F& part, int fixed = 0) {
   if (nparts <= 0) return 0;
   if (nthreads > POOL_MAX_THREADS) nthreads = POOL_MAX_THREADS;
   PoolV1& p = pool_v1();
@@ -123,10 +143,25 @@ static int run_parts(int64_t nparts, int32_t nthreads, F& part) {
   }
   const int want = (int)(nparts < nthreads ? nparts : nthreads) - 1;
   if (p.nworkers < want) {
+    static int pinned = 0; /* per library: this library's pool_worker code must outlive any dlclose */
+    if (!pinned) {
+      Dl_info info;
+      if (dladdr((void*)&pool_worker, &info) && info.dli_fname)
+        pinned = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE) != 0;
+      if (!pinned) {
+        for (int64_t k = 0; k < nparts; ++k) { /* cannot pin: never leave a thread in unloadable code */
+          const int r = part(k);
+          if (r) return r;
+        }
+        __atomic_store_n(&p.busy, 0, __ATOMIC_RELEASE);
+        return 0;
+      }
+    }
     pthread_mutex_lock(&p.mu);
     static int atfork_done = 0;  /* per library is fine: the handler only resets the shared pool */
     if (!atfork_done) atfork_done = pthread_atfork(0, 0, &pool_after_fork_child) == 0;
-    while (p.nworkers < want && pthread_create(&p.threads[p.nworkers], 0, &pool_worker, &p) == 0) {
+    while (p.nworkers < want && (__atomic_store_n(&p.born[p.nworkers + 1], p.gen, __ATOMIC_RELEASE), true) &&
+           pthread_create(&p.threads[p.nworkers], 0, &pool_worker, (void*)(intptr_t)(p.nworkers + 1)) == 0) {
       pthread_detach(p.threads[p.nworkers]);
       ++p.nworkers;
     }
@@ -135,18 +170,33 @@ static int run_parts(int64_t nparts, int32_t nthreads, F& part) {
   struct Thunk {
     static int call(void* a, int64_t k) { return (*(F*)a)(k); }
   };
+  /* first make the ticket useless to a worker still looking at the previous job (it re-reads it and sees another
+   * generation), and only then change the job's fields */
+  __atomic_store_n(&p.ticket, ((p.gen + 1) & 0xffffffffu) << 32 | 0xffffffffu, __ATOMIC_SEQ_CST);
   p.fn = &Thunk::call;
   p.arg = &part;
   p.nparts = nparts;
   p.err = 0;
-  __atomic_store_n(&p.remaining, nparts, __ATOMIC_RELEASE);
+  p.fixed = fixed;
   const uint64_t g = p.gen + 1;
+  if (fixed)
+    for (int64_t k = 0; k < nparts; ++k) __atomic_store_n(&p.slot[k], g, __ATOMIC_RELEASE);
+  __atomic_store_n(&p.remaining, nparts, __ATOMIC_RELEASE);
   __atomic_store_n(&p.ticket, (g & 0xffffffffu) << 32, __ATOMIC_RELEASE);
   pthread_mutex_lock(&p.mu);
   __atomic_store_n(&p.gen, g, __ATOMIC_RELEASE);
   pthread_cond_broadcast(&p.wake);
   pthread_mutex_unlock(&p.mu);
-  pool_run_parts(p, g);
+  if (fixed) {
+    pool_run_one(p, 0);
+    for (int64_t k = p.nworkers + 1; k < nparts; ++k) { /* no worker could be started for it */
+      uint64_t expect = g;
+      if (__atomic_compare_exchange_n(&p.slot[k], &expect, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+        pool_run_one(p, k);
+    }
+  } else {
+    pool_run_parts(p, g, 0);
+  }
   for (int i = 0; i < 20000 && __atomic_load_n(&p.remaining, __ATOMIC_ACQUIRE) != 0; ++i) pool_pause();
   if (__atomic_load_n(&p.remaining, __ATOMIC_ACQUIRE) != 0) {
     pthread_mutex_lock(&p.mu);
@@ -177,7 +227,7 @@ static int parallel_for(int64_t n, int32_t num_threads, F f) {
     }
     return 0;
   };
-  return run_parts(nt, (int32_t)nt, chunk);
+  return run_parts(nt, (int32_t)nt, chunk, 1);
 }
 
 }  // namespace pypto_rt
