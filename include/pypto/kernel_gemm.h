@@ -104,6 +104,19 @@ static void gemm_pack_b(const TB* b, int64_t s0, int64_t s1, int64_t k0, int64_t
   }
 }
 
+/* Packing buffers, kept per thread and grown on demand: a malloc per task is an mmap (blocks are > 128 KiB), and
+ * its page faults cost more than the packing. Never freed: pool workers live as long as the process. */
+static inline float* gemm_scratch(int which, size_t floats) {
+  static thread_local float* buf[2];
+  static thread_local size_t cap[2];
+  if (cap[which] < floats) {
+    __builtin_free(buf[which]);
+    buf[which] = (float*)__builtin_malloc(floats * 4 + 64);
+    cap[which] = floats;
+  }
+  return (float*)(((size_t)buf[which] + 63) & ~(size_t)63);
+}
+
 template <class TA, class TB>
 static int gemm_f32(int64_t M, int64_t N, int64_t K, const TA* a, int64_t as0, int64_t as1, const TB* b,
                     int64_t bs0, int64_t bs1, float* c, int64_t ldc, int64_t mc, int64_t kc, int64_t nc,
@@ -125,9 +138,8 @@ static int gemm_f32(int64_t M, int64_t N, int64_t K, const TA* a, int64_t as0, i
     const int64_t m = M - ib < mc ? M - ib : mc, n = N - jb < nc ? N - jb : nc;
     const int64_t mpad = (m + GEMM_MR - 1) / GEMM_MR * GEMM_MR, npad = (n + GEMM_NR - 1) / GEMM_NR * GEMM_NR;
     const int64_t kmax = K < kc ? K : kc;
-    Scratch sa((size_t)(mpad * kmax) * 4), sb((size_t)(npad * kmax) * 4);
-    float* ap = (float*)sa.p;
-    float* bp = (float*)sb.p;
+    float* ap = gemm_scratch(0, (size_t)(mpad * kmax));
+    float* bp = gemm_scratch(1, (size_t)(npad * kmax));
     for (int64_t kb = 0; kb < K; kb += kc) {
       const int64_t k = K - kb < kc ? K - kb : kc;
       gemm_pack_a(a, as0, as1, ib, m, kb, k, ap);

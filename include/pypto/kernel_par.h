@@ -105,7 +105,7 @@ static inline void* pool_worker(void* arg) {
   for (;;) {
     /* spin briefly (back-to-back launches), then sleep: idle workers must not eat the shared cores */
     uint64_t g = seen;
-    for (int i = 0; i < 4000 && (g = __atomic_load_n(&p.gen, __ATOMIC_ACQUIRE)) == seen; ++i) pool_pause();
+    for (int i = 0; i < 500 && (g = __atomic_load_n(&p.gen, __ATOMIC_ACQUIRE)) == seen; ++i) pool_pause();
     if (g == seen) {
       pthread_mutex_lock(&p.mu);
       while ((g = __atomic_load_n(&p.gen, __ATOMIC_ACQUIRE)) == seen) pthread_cond_wait(&p.wake, &p.mu);
@@ -197,7 +197,7 @@ static int run_parts(int64_t nparts, int32_t nthreads, F& part, int fixed = 0) {
   } else {
     pool_run_parts(p, g, 0);
   }
-  for (int i = 0; i < 20000 && __atomic_load_n(&p.remaining, __ATOMIC_ACQUIRE) != 0; ++i) pool_pause();
+  for (int i = 0; i < 2000 && __atomic_load_n(&p.remaining, __ATOMIC_ACQUIRE) != 0; ++i) pool_pause();
   if (__atomic_load_n(&p.remaining, __ATOMIC_ACQUIRE) != 0) {
     pthread_mutex_lock(&p.mu);
     while (__atomic_load_n(&p.remaining, __ATOMIC_ACQUIRE) != 0) pthread_cond_wait(&p.done, &p.mu);

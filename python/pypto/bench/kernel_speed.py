@@ -103,6 +103,7 @@ def compile_times() -> dict:
     import subprocess
 
     from ..compiler import toolchain as T
+    from ..frontend.option_schema import CompileStage
 
     out = {}
     old = os.environ.get("PYPTO_CACHE_DIR")
@@ -110,7 +111,7 @@ def compile_times() -> dict:
         os.environ["PYPTO_CACHE_DIR"] = d
         try:
             for name, body, args in (("axpy", axpy, 3), ("softmax", softmax, 2), ("matmul fp32", matmul, 3)):
-                k = pypto.frontend.jit(body, host_options={"compile_stage": "CODEGEN_INSTRUCTION"})
+                k = pypto.frontend.jit(body, host_options={"compile_stage": CompileStage.CODEGEN_INSTRUCTION})
                 z = torch.zeros(64, 1024) if "matmul" not in name else torch.zeros(64, 64)
                 k(*([z] * args))
                 src = k.last_stage.source
@@ -184,9 +185,10 @@ def main(args=None):
 
     rounds = getattr(args, "rounds", None) or 7
     res = run(rounds=rounds)
+    print_table(res)
     comp = compile_times()
     res["compile_s"] = comp
-    print_table(res, comp)
+    print("compile (fresh g++ build): " + ", ".join(f"{k} {v * 1e3:.0f} ms" for k, v in comp.items()))
     path = getattr(args, "json", None)
     if path:
         with open(path, "w") as f:
