@@ -7,7 +7,11 @@
  *   - integer helpers with Python semantics (floor division / modulo) used by symbolic index expressions;
  *   - math wrappers overloaded on float/double;
  *   - Buffer: an RAII heap block for temporaries that do not fit on the stack;
- *   - parallel_for (only when PYPTO_RT_THREADS is defined before inclusion) on plain pthreads.
+ *   - exp_ for float without libm (vectorizes); the fixed lane order of float reductions (fold_*);
+ *   - Scratch: uninitialised aligned heap tile buffers;
+ *   - run_parts / parallel_for: on the process-wide thread pool of kernel_par.h when PYPTO_RT_THREADS is defined
+ *     before inclusion, else serial;
+ *   - gemm_f32: the packed, register-blocked matmul (kernel_gemm.h).
  */
 #ifndef PYPTO_KERNEL_RT_H_
 #define PYPTO_KERNEL_RT_H_
@@ -16,9 +20,6 @@
 
 #include "kernel_abi.h"
 
-#ifdef PYPTO_RT_THREADS
-#include <pthread.h>
-#endif
 
 namespace pypto_rt {
 
@@ -169,7 +170,40 @@ static inline double fmax_(double a, double b) { return a > b ? a : b; }
 #define PYPTO_RT_UNARY(name, fb, db)                     \
   static inline float name(float x) { return fb(x); }   \
   static inline double name(double x) { return db(x); }
-PYPTO_RT_UNARY(exp_, __builtin_expf, __builtin_exp)
+static inline double exp_(double x) { return __builtin_exp(x); }
+/* a*b + c inside exp_: one explicit fused multiply-add where the machine has it (twice the throughput of the
+ * FP ports, and more accurate), else a multiply and an add. Part of exp_'s definition, so fused and unfused
+ * code agree; the kernel's own ops are never contracted (-ffp-contract=off). */
+#if defined(__FMA__) || defined(__aarch64__)
+#define PYPTO_RT_MADD(a, b, c) __builtin_fmaf((a), (b), (c))
+#else
+#define PYPTO_RT_MADD(a, b, c) ((a) * (b) + (c))
+#endif
+/* float exp without a libm call, so that loops over it vectorize (glibc's expf is a scalar call). Cody-Waite
+ * reduction x = n*ln2 + r with |r| <= ln2/2 (ln2 split so n*LN2_HI is exact), the degree-7 Taylor polynomial of
+ * e^r (truncation error 5e-9 relative, below 0.1 ulp; rounding brings it to about 1 ulp), then the scale 2^n
+ * applied in two halves so subnormal results round once. Inputs are clamped to [-104, 89]: below, the result
+ * rounds to +0; above, it overflows to +inf. NaN comes back as NaN. Branch-free: every choice is a select
+ * (max 1.2 ulp from the correctly rounded result over all floats, tested exhaustively in steps of 7). */
+static inline float exp_(float x) {
+  float xs = x > -104.0f ? x : -104.0f; /* (maxps / minps: a NaN x becomes -104 here, and NaN again below) */
+  xs = xs < 89.0f ? xs : 89.0f;
+  const float n = __builtin_rintf(xs * 1.44269504088896341f);
+  const float r = PYPTO_RT_MADD(n, 2.12194440e-4f, PYPTO_RT_MADD(n, -0.693359375f, xs));
+  float p = 1.0f / 5040.0f;
+  p = PYPTO_RT_MADD(p, r, 1.0f / 720.0f);
+  p = PYPTO_RT_MADD(p, r, 1.0f / 120.0f);
+  p = PYPTO_RT_MADD(p, r, 1.0f / 24.0f);
+  p = PYPTO_RT_MADD(p, r, 1.0f / 6.0f);
+  p = PYPTO_RT_MADD(p, r, 0.5f);
+  p = PYPTO_RT_MADD(p, r, 1.0f);
+  p = PYPTO_RT_MADD(p, r, 1.0f);
+  const int32_t ni = (int32_t)n;
+  const int32_t n1 = ni >> 1, n2 = ni - (ni >> 1);
+  const float s1 = bits_f32((uint32_t)(n1 + 127) << 23), s2 = bits_f32((uint32_t)(n2 + 127) << 23);
+  const float y = (p * s1) * s2;
+  return x != x ? x : y;
+}
 PYPTO_RT_UNARY(log_, __builtin_logf, __builtin_log)
 PYPTO_RT_UNARY(sqrt_, __builtin_sqrtf, __builtin_sqrt)
 PYPTO_RT_UNARY(tanh_, __builtin_tanhf, __builtin_tanh)
@@ -222,6 +256,44 @@ static inline int64_t ipow(int64_t a, int64_t b) {
 }
 template <class T>
 static inline T sigmoid(T x) { return T(1) / (T(1) + exp_(-x)); }
+
+/* Float reductions run in L interleaved partial results (L = 64 for float, 32 for double: codegen/lanes.py):
+ * element j of the flattened reduced index goes to lane j % L in order, then the lanes fold pairwise
+ * (lane l with l + L/2, then L/4, ...). This fixed order is the
+ * reduction's definition (fused and unfused code, any thread count and any SIMD width give the same bits) and
+ * it is what lets the loop vectorize without -ffast-math: each lane is an independent sequential sum. */
+template <int L, class T>
+static inline T fold_sum(const T* a) {
+  T b[L];
+  for (int l = 0; l < L; ++l) b[l] = a[l];
+  for (int w = L / 2; w >= 1; w /= 2)
+    for (int l = 0; l < w; ++l) b[l] = b[l] + b[l + w];
+  return b[0];
+}
+template <int L, class T>
+static inline T fold_prod(const T* a) {
+  T b[L];
+  for (int l = 0; l < L; ++l) b[l] = a[l];
+  for (int w = L / 2; w >= 1; w /= 2)
+    for (int l = 0; l < w; ++l) b[l] = b[l] * b[l + w];
+  return b[0];
+}
+template <int L, class T>
+static inline T fold_amax(const T* a) {
+  T b[L];
+  for (int l = 0; l < L; ++l) b[l] = a[l];
+  for (int w = L / 2; w >= 1; w /= 2)
+    for (int l = 0; l < w; ++l) b[l] = maximum<T>(b[l], b[l + w]);
+  return b[0];
+}
+template <int L, class T>
+static inline T fold_amin(const T* a) {
+  T b[L];
+  for (int l = 0; l < L; ++l) b[l] = a[l];
+  for (int w = L / 2; w >= 1; w /= 2)
+    for (int l = 0; l < w; ++l) b[l] = minimum<T>(b[l], b[l + w]);
+  return b[0];
+}
 
 /* ------------------------------------------------------------------------------------------------------ */
 /* errors and memory */
@@ -326,59 +398,36 @@ struct Buffer {
   Buffer& operator=(const Buffer&) = delete;
 };
 
-/* ------------------------------------------------------------------------------------------------------ */
-/* parallel loops: iteration k of [0, n) runs f(k); each thread takes a contiguous chunk. f returns 0 or
- * a non-zero error code; the first error stops the remaining iterations. */
-#ifdef PYPTO_RT_THREADS
-template <class F>
-struct ParallelJob {
-  F* f;
-  int64_t begin, end;
-  int* err;
+/* Uninitialised 64-byte-aligned heap scratch for tile buffers too large for the stack, freed at scope end (a tile
+ * buffer is always written before it is read, so it needs no zeroing, unlike Buffer). */
+struct Scratch {
+  void* raw;
+  void* p;
+  explicit Scratch(size_t bytes) : raw(__builtin_malloc(bytes + 64)) {
+    p = (void*)(((size_t)raw + 63) & ~(size_t)63);
+  }
+  ~Scratch() { __builtin_free(raw); }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
 };
+
+#ifndef PYPTO_RT_THREADS
+/* Kernels without anything parallel: the same interface, on the calling thread. */
 template <class F>
-static void* parallel_worker(void* arg) {
-  ParallelJob<F>* job = (ParallelJob<F>*)arg;
-  for (int64_t k = job->begin; k < job->end; ++k) {
-    if (__atomic_load_n(job->err, __ATOMIC_RELAXED)) break;
-    int r = (*job->f)(k);
-    if (r) {
-      int expected = 0;
-      __atomic_compare_exchange_n(job->err, &expected, r, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-      break;
-    }
+static int run_parts(int64_t nparts, int32_t, F& part) {
+  for (int64_t k = 0; k < nparts; ++k) {
+    const int r = part(k);
+    if (r) return r;
   }
   return 0;
-}
-template <class F>
-static int parallel_for(int64_t n, int32_t num_threads, F f) {
-  if (n <= 0) return 0;
-  int64_t nt = num_threads < 1 ? 1 : (num_threads > 64 ? 64 : num_threads);
-  if (nt > n) nt = n;
-  int err = 0;
-  ParallelJob<F> jobs[64];
-  pthread_t threads[64];
-  bool started[64];
-  for (int64_t t = 0; t < nt; ++t) {
-    jobs[t].f = &f;
-    jobs[t].begin = n * t / nt;
-    jobs[t].end = n * (t + 1) / nt;
-    jobs[t].err = &err;
-    started[t] = false;
-  }
-  for (int64_t t = 1; t < nt; ++t)
-    started[t] = pthread_create(&threads[t], 0, &parallel_worker<F>, &jobs[t]) == 0;
-  parallel_worker<F>(&jobs[0]);
-  for (int64_t t = 1; t < nt; ++t) {
-    if (started[t])
-      pthread_join(threads[t], 0);
-    else
-      parallel_worker<F>(&jobs[t]); /* could not start a thread: run its share here */
-  }
-  return err;
 }
 #endif
 
 }  // namespace pypto_rt
+
+#ifdef PYPTO_RT_THREADS
+#include "kernel_par.h"
+#endif
+#include "kernel_gemm.h"
 
 #endif /* PYPTO_KERNEL_RT_H_ */

@@ -127,6 +127,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", metavar="PATH", help="write the results as JSON (schema: docs/bench.md)")
     p.add_argument("--plot", metavar="DIR", help="write PNG plots (needs matplotlib)")
     p.add_argument("--plain", action="store_true", help="plain-text tables even when rich is installed")
+    p.add_argument("--kernels", action="store_true",
+                   help="kernel speed instead: pypto vs torch eager vs a copy (pypto/bench/kernel_speed.py)")
     for flag, what in (("callgrind", "instruction counts under valgrind"),
                        ("breakdown", "per-stage breakdown (PYPTO_PROFILE=1 build)"),
                        ("cold", "import time and first calls in fresh processes")):
@@ -143,6 +145,9 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv=None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     args = _parser().parse_args(argv)
+    if args.kernels:
+        from . import kernel_speed
+        return kernel_speed.main(args)
     if args.child:
         kind, *rest = args.child
         {"callgrind": lambda: callgrind.child(int(rest[0])), "breakdown": lambda: breakdown.child(int(rest[0])),

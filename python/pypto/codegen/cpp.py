@@ -17,7 +17,8 @@ from ..vocab.dtypes import DataType as DT
 from ..ir import sym as S
 from ..ir.nodes import (LOCAL, PARAM, TEMP, Assign, Check, If, Kernel, Loop, Op, Storage, UnrolledLoop, Value,
                         format_kernel)
-from .templates import PRELUDE, REDUCE_INIT, REDUCE_STEP, c_string, ctype, ew_expr
+from .lanes import emit_reduce
+from .templates import PRELUDE, c_string, ctype, ew_expr
 
 STACK_BUFFER_MAX = 64 * 1024       # bytes: a static temporary up to this size lives on the stack
 STACK_TOTAL_MAX = 512 * 1024       # bytes of stack temporaries per kernel before spilling to the heap
@@ -33,6 +34,8 @@ class _Emitter:
         self.stack_bytes = 0
         self.parallel_depth = 0
         self.debug = kernel.runtime_debug_mode
+        self.threaded = False      # something may run on the thread pool: PYPTO_RT_THREADS
+        self.gemm = False          # an fp32-accumulating matmul: PYPTO_RT_GEMM
 
     # ---- plumbing -------------------------------------------------------------------------------------------
     def line(self, s: str):
@@ -79,11 +82,12 @@ class _Emitter:
         dyn = " * ".join(f"(pypto_rt::size_t)({S.to_cpp(d)})" for d in st.shape) or "(pypto_rt::size_t)1"
         self.alloc_raw(st.cname, ctype(st.dtype), st.dtype.itemsize, n, dyn)
 
-    def ptr(self, v: Value, const: bool) -> str:
-        """Hoist a pointer to v's first element."""
+    def ptr(self, v: Value, const: bool, restrict=None) -> str:
+        """Hoist a pointer to v's first element (restrict: no write in its scope goes through another pointer;
+        by default for const pointers)."""
         name = self.fresh("q")
         q = "const " if const else ""
-        restrict = " __restrict" if const else ""
+        restrict = " __restrict" if (const if restrict is None else restrict) else ""
         off = "" if (isinstance(v.offset, int) and v.offset == 0) else f" + {S.to_cpp(v.offset)}"
         self.line(f"{q}{ctype(v.dtype)}*{restrict} {name} = {v.storage.cname}{off};")
         return name
@@ -135,24 +139,27 @@ class _Emitter:
     # ---- statements -----------------------------------------------------------------------------------------
     def block(self, block):
         for st in block.stmts:
-            if isinstance(st, Op):
-                if self.debug >= 4:
-                    self.bounds([a for a in st.ins if isinstance(a, Value)] + [st.out], st.kind)
-                getattr(self, "op_" + st.kind)(st)
-            elif isinstance(st, Assign):
-                if self.debug >= 4:
-                    self.bounds([st.dst] + ([st.src] if isinstance(st.src, Value) else []), "write")
-                self.assign(st)
-            elif isinstance(st, Check):
-                self.line(f"if (!{S.to_cpp(st.cond)}) return pypto_rt::fail(ctx, {c_string(st.msg)});")
-            elif isinstance(st, Loop):
-                self.loop(st)
-            elif isinstance(st, UnrolledLoop):
-                self.unrolled_loop(st)
-            elif isinstance(st, If):
-                self.branch(st)
-            else:  # pragma: no cover
-                raise TypeError(st)
+            self.stmt(st)
+
+    def stmt(self, st):
+        if isinstance(st, Op):
+            if self.debug >= 4:
+                self.bounds([a for a in st.ins if isinstance(a, Value)] + [st.out], st.kind)
+            getattr(self, "op_" + st.kind)(st)
+        elif isinstance(st, Assign):
+            if self.debug >= 4:
+                self.bounds([st.dst] + ([st.src] if isinstance(st.src, Value) else []), "write")
+            self.assign(st)
+        elif isinstance(st, Check):
+            self.line(f"if (!{S.to_cpp(st.cond)}) return pypto_rt::fail(ctx, {c_string(st.msg)});")
+        elif isinstance(st, Loop):
+            self.loop(st)
+        elif isinstance(st, UnrolledLoop):
+            self.unrolled_loop(st)
+        elif isinstance(st, If):
+            self.branch(st)
+        else:  # pragma: no cover
+            raise TypeError(st)
 
     # ---- runtime_debug_mode=4: bounds checks ----------------------------------------------------------------
     def storage_numel(self, st: Storage) -> str:
@@ -347,27 +354,28 @@ class _Emitter:
         self.alloc(out.storage)
         dims, keepdim, ct = op.attrs["dims"], op.attrs["keepdim"], op.attrs["ct"]
         cts = ctype(ct)
-        kind = "f" if DT(ct).is_float else "i"
         fn = op.attrs["fn"]
         ip = self.ptr(t, const=True)
         keep = [a for a in range(len(t.shape)) if a not in dims]
         kvars, kopen = self.nest([t.shape[a] for a in keep], op.attrs.get("tile"), ivdep=False)
-        acc = self.fresh("acc")
-        self.line(f"{cts} {acc} = {REDUCE_INIT[(fn, kind)].format(ct=cts)};")
-        rvars, ropen = self.nest([t.shape[a] for a in dims], ivdep=False)
         full = [None] * len(t.shape)
         for a, v in zip(keep, kvars):
             full[a] = v
-        for a, v in zip(dims, rvars):
-            full[a] = v
-        val = f"pypto_rt::Cvt<{cts}>::from({ip}[{self.index(t, full)}])"
-        self.line(f"{acc} = {REDUCE_STEP[fn].format(acc=acc, v=val, ct=cts)};")
-        self.close(ropen)
         if keepdim:
             ovars = [full[a] if a in keep else "0" for a in range(len(t.shape))]
         else:
             ovars = kvars
-        self.line(f"{out.storage.cname}[{self.index(out, ovars)}] = pypto_rt::Cvt<{ctype(out.dtype)}>::from({acc});")
+
+        def load(rvars):
+            for a, v in zip(dims, rvars):
+                full[a] = v
+            return f"pypto_rt::Cvt<{cts}>::from({ip}[{self.index(t, full)}])"
+
+        def store(acc):
+            self.line(f"{out.storage.cname}[{self.index(out, ovars)}] = "
+                      f"pypto_rt::Cvt<{ctype(out.dtype)}>::from({acc});")
+
+        emit_reduce(self, fn, ct, [self.dim(t.shape[a]) for a in dims], load, store)
         self.close(kopen)
 
     def op_cumsum(self, op: Op):
@@ -510,6 +518,31 @@ class _Emitter:
         ab, bb = bstride(a), bstride(b)
         obase = f"{bi} * {acc_b}" if batched else "0"
         i, j, k = self.fresh("i"), self.fresh("j"), self.fresh("k")
+        if DT(ctd) == DT.DT_FP32:
+            # packed, register-blocked kernel (kernel_gemm.h), cache blocks (m0, k0, n0), on the pool
+            self.gemm = self.threaded = True
+            nt = "1" if self.parallel_depth else "ctx->num_threads"
+            rc = self.fresh("rc")
+            self.line(f"const int {rc} = pypto_rt::gemm_f32((int64_t)({M}), (int64_t)({N}), (int64_t)({K}), "
+                      f"{ap} + {ab}, {S.to_cpp(a.strides[-2])}, {S.to_cpp(a.strides[-1])}, {bp} + {bb}, "
+                      f"{S.to_cpp(b.strides[-2])}, {S.to_cpp(b.strides[-1])}, {acc} + {obase}, {acc_s0}, "
+                      f"{tm}, {tk}, {tn}, {nt});")
+            self.line(f"if ({rc}) return {rc};")
+        else:
+            self.matmul_loops(a, b, ap, bp, ab, bb, acc, acc_s0, obase, ct, M, N, K, tm, tk, tn)
+        if not direct:
+            self.open(f"for (int64_t {i} = 0; {i} < {M}; ++{i})")
+            self.line("#pragma GCC ivdep")
+            self.open(f"for (int64_t {j} = 0; {j} < {N}; ++{j})")
+            ob = f"{bi} * {S.to_cpp(out.strides[0])} + " if batched else ""
+            self.line(f"{out.storage.cname}[{ob}{i} * {S.to_cpp(out.strides[-2])} + {j}] = "
+                      f"pypto_rt::Cvt<{ctype(out.dtype)}>::from({acc}[{i} * {acc_s0} + {j}]);")
+            self.close(2)
+        self.close(opened)
+
+    def matmul_loops(self, a, b, ap, bp, ab, bb, acc, acc_s0, obase, ct, M, N, K, tm, tk, tn):
+        """fp64 / integer matmul: a blocked i-k-j nest (exact for integers; fp64 sums k in order)."""
+        i, j, k = self.fresh("i"), self.fresh("j"), self.fresh("k")
         self.open(f"for (int64_t {i} = 0; {i} < {M}; ++{i})")
         self.line("#pragma GCC ivdep")
         self.open(f"for (int64_t {j} = 0; {j} < {N}; ++{j})")
@@ -535,20 +568,17 @@ class _Emitter:
         self.open(f"for (int64_t {j} = {jb}; {j} < {je}; ++{j})")
         self.line(f"crow[{j}] += av * pypto_rt::Cvt<{ct}>::from(brow[{bj}]);")
         self.close(6)
-        if not direct:
-            self.open(f"for (int64_t {i} = 0; {i} < {M}; ++{i})")
-            self.line("#pragma GCC ivdep")
-            self.open(f"for (int64_t {j} = 0; {j} < {N}; ++{j})")
-            ob = f"{bi} * {S.to_cpp(out.strides[0])} + " if batched else ""
-            self.line(f"{out.storage.cname}[{ob}{i} * {S.to_cpp(out.strides[-2])} + {j}] = "
-                      f"pypto_rt::Cvt<{ctype(out.dtype)}>::from({acc}[{i} * {acc_s0} + {j}]);")
-            self.close(2)
-        self.close(opened)
 
 
-def generate(kernel: Kernel, with_ir_comment: bool = True) -> str:
-    """The C++ source of `kernel` (deterministic)."""
-    em = _Emitter(kernel)
+def generate(kernel: Kernel, with_ir_comment: bool = True, fuse: bool = True) -> str:
+    """The C++ source of `kernel` (deterministic). fuse=False: one loop nest and one whole temporary per op
+    (the reference the fused code is tested against bit for bit)."""
+    if fuse:
+        from .fused import FusedEmitter
+
+        em = FusedEmitter(kernel)
+    else:
+        em = _Emitter(kernel)
     for t in kernel.tensors:
         st = kernel.params[t.param].storage
         em.line(f"{ctype(t.dtype)}* {st.cname} = ({ctype(t.dtype)}*)tensors[{t.index}].data;")
@@ -573,8 +603,10 @@ def generate(kernel: Kernel, with_ir_comment: bool = True) -> str:
     if with_ir_comment:
         out.append("//")
         out += [("// " + ln).rstrip() for ln in format_kernel(kernel).splitlines()]
-    if kernel.uses_threads:
+    if kernel.uses_threads or em.threaded:
         out.append("#define PYPTO_RT_THREADS 1")
+    if em.gemm:
+        out.append("#define PYPTO_RT_GEMM 1")
     out += [
         "#include <pypto/kernel_abi.h>",
         "#include <pypto/kernel_rt.h>",

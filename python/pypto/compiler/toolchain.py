@@ -22,7 +22,7 @@ from .cache import FileLock, atomic_write, cache_dir, sha256_file, valid_library
 CXX = os.environ.get("PYPTO_CXX", "g++")
 # PYPTO_MARCH picks the target ISA (default: this CPU). Valgrind, for one, cannot run AVX-512 code: the
 # benchmarks' instruction counts use PYPTO_MARCH=x86-64-v3. The flags are part of the cache key.
-FLAGS = ("-O3", f"-march={os.environ.get('PYPTO_MARCH', 'native')}", "-std=c++17", "-shared", "-fPIC", "-pthread", "-ffp-contract=off",
+FLAGS = ("-O3", f"-march={os.environ.get('PYPTO_MARCH', 'native')}", "-mprefer-vector-width=512", "-std=c++17", "-shared", "-fPIC", "-pthread", "-ffp-contract=off",
          "-fno-math-errno", "-fvisibility=hidden")
 
 
@@ -93,7 +93,7 @@ def abi_version() -> int:
 def headers_digest() -> str:
     def get():
         h = hashlib.sha256()
-        for name in ("kernel_abi.h", "kernel_rt.h"):
+        for name in ("kernel_abi.h", "kernel_rt.h", "kernel_par.h", "kernel_gemm.h"):
             h.update((include_dir() / "pypto" / name).read_bytes())
         return h.hexdigest()
 

@@ -78,6 +78,14 @@ def detect_cann() -> str | None:
     return home if home and os.path.isdir(home) else None
 
 
+def _default_threads() -> int:
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        n = os.cpu_count() or 1
+    return max(1, min(64, n))
+
+
 def _default_run_mode() -> RunMode:
     # Decided at validation time, like the reference: the environment variable alone decides.
     return RunMode.NPU if os.environ.get("ASCEND_HOME_PATH") else RunMode.SIM
@@ -296,7 +304,9 @@ _RUNTIME = _schema(
     OptionSpec("max_workspace_kb", "int", 0, 0, INT32_MAX, doc="workspace cap when > 0"),
     OptionSpec("valid_shape_optimize", "int", 0, 0, 1, doc="static main body + dynamic tail"),
     OptionSpec("ready_on_host_tensors", "str_list", (), doc="parameter names whose data is ready on the host"),
-    OptionSpec("device_sched_parallelism", "int", 1, 1, 8, doc="threads for pypto.loop(parallel=True)"),
+    OptionSpec("device_sched_parallelism", "int", _default_threads, 1, 64,
+               doc="threads for kernels (tiles, matmul) and pypto.loop(parallel=True); default: the cores this "
+                   "process may run on; 1 runs serially"),
     OptionSpec("launch_sched_aicpu_num", "int", 7, 1, 7, auto=7, doc="<= 0 or > 7: auto (7)"),
     OptionSpec("launch_early_mode", "int", 0, 0, 2, doc="recorded"),
 )

@@ -1,5 +1,6 @@
 """Generated C++: blocking by set_vec_tile_shapes, determinism, static literals; kernel_rt.h conversions."""
 import ctypes
+import re
 
 import numpy as np
 import pytest
@@ -16,10 +17,10 @@ from pypto.ir import trace
 F32 = pypto.Tensor([pypto.STATIC, pypto.STATIC], pypto.DT_FP32)
 
 
-def _source(fn, *args, **kw):
+def _source(fn, *args, fuse=True, **kw):
     params = build_params(fn.__name__, fn)
     req, _, _ = simple_request(fn.__name__, params, args, kw)
-    return generate(trace(prepare(fn, fn.__name__), req))
+    return generate(trace(prepare(fn, fn.__name__), req), fuse=fuse)
 
 
 def k_tiled(a: F32, out: F32, t0=8, t1=16):
@@ -30,10 +31,13 @@ def k_tiled(a: F32, out: F32, t0=8, t1=16):
 
 def test_vec_tile_shapes_block_the_loops():
     src = _source(k_tiled, torch.zeros(64, 100), torch.zeros(64, 100))
+    assert "// fused: 6 statement(s)" in src and "r0" in src and "tt" in src   # one fused tile loop, 8 rows a tile
+    assert re.search(r"const int64_t r0\d+ = tt\d+ \* 8;", src)
+    src = _source(k_tiled, torch.zeros(64, 100), torch.zeros(64, 100), fuse=False)
     assert "+= 8)" in src and "+= 16)" in src                       # tile loops
     assert "pypto_rt::imin(b" in src                                 # inner loops bounded by the tile end
-    untiled = _source(k_tiled, torch.zeros(64, 100), torch.zeros(64, 100), t0=64, t1=128)
-    assert "+= 64)" not in untiled and "+= 128)" not in untiled      # tiles covering the dims: no blocking
+    untiled = _source(k_tiled, torch.zeros(64, 100), torch.zeros(64, 100), t0=64, t1=128, fuse=False)
+    assert not re.search(r"b\d+ \+= (64|128)\)", untiled)          # tiles covering the dims: no blocking
 
 
 def test_static_dims_are_literals_and_source_is_deterministic():
@@ -56,8 +60,10 @@ def test_dynamic_dims_read_at_run_time():
 
 
 def test_large_temporaries_go_to_the_heap():
-    src = _source(k_tiled, torch.zeros(512, 512), torch.zeros(512, 512))
+    src = _source(k_tiled, torch.zeros(512, 512), torch.zeros(512, 512), fuse=False)
     assert "pypto_rt::Buffer" in src
+    fused = _source(k_tiled, torch.zeros(512, 512), torch.zeros(512, 512))
+    assert "pypto_rt::Buffer" not in fused and "alignas(64) float tb" in fused     # tile buffers only
     small = _source(k_tiled, torch.zeros(4, 4), torch.zeros(4, 4))
     assert "pypto_rt::Buffer" not in small and "alignas(64) float" in small
 

@@ -19,10 +19,10 @@ S2I8 = pypto.Tensor([pypto.STATIC, pypto.STATIC], pypto.DT_INT8)
 S2I32 = pypto.Tensor([pypto.STATIC, pypto.STATIC], pypto.DT_INT32)
 
 
-def _source(fn, *args, **kw):
+def _source(fn, *args, fuse=True, **kw):
     params = build_params(fn.__name__, fn)
     req, _, _ = simple_request(fn.__name__, params, args, kw)
-    return generate(trace(prepare(fn, fn.__name__), req))
+    return generate(trace(prepare(fn, fn.__name__), req), fuse=fuse)
 
 
 def _rand(*shape, seed=0, dtype=torch.float32):
@@ -41,9 +41,13 @@ def k_vec(a: S2, out: S2, tile=(8, 16)):
 @pytest.mark.parametrize("tile", [(8, 16), (3, 5), (1, 1, 8, 32)])
 def test_vec_tiles_block_the_generated_loops(tile):
     a = _rand(37, 50)
-    src = _source(k_vec, a, torch.zeros(37, 50), tile=tile)
     t0, t1 = tile[-2], tile[-1]
-    # elementwise nests: one blocking loop per tiled dim stepping by the tile size, inner loops bounded by it
+    # fused: the whole statement chain runs tile by tile, t0 rows at a time (rows of the tile, whole lines)
+    src = _source(k_vec, a, torch.zeros(37, 50), tile=tile)
+    assert re.search(rf"const int64_t r0\d+ = tt\d+ \* {t0};", src)
+    assert re.search(rf"const int64_t nr\d+ = pypto_rt::imin\(\(int64_t\){t0}, 37 - r0\d+\);", src)
+    # unfused: one blocking loop per tiled dim stepping by the tile size, inner loops bounded by it
+    src = _source(k_vec, a, torch.zeros(37, 50), tile=tile, fuse=False)
     assert re.search(rf"for \(int64_t b\d+ = 0; b\d+ < 37; b\d+ \+= {t0}\)", src)
     assert re.search(rf"for \(int64_t b\d+ = 0; b\d+ < 50; b\d+ \+= {t1}\)", src)
     assert re.search(rf"const int64_t e\d+ = pypto_rt::imin\(b\d+ \+ {t1}, \(int64_t\)50\);", src)
@@ -116,12 +120,12 @@ def k_mm(a: S2, b: S2, out: S2, m=(16, 32), k=(32, 64), n=(16, 16)):
 
 def test_cube_tiles_block_the_matmul():
     a, b = _rand(40, 70, seed=1), _rand(70, 33, seed=2)
+    # the packed kernel (kernel_gemm.h) takes (m0, k0, n0) as its cache blocks
     src = _source(k_mm, a, b, torch.zeros(40, 33))
-    assert re.search(r"for \(int64_t ib\d+ = 0; ib\d+ < 40; ib\d+ \+= 16\)", src)     # m0
-    assert re.search(r"for \(int64_t kb\d+ = 0; kb\d+ < 70; kb\d+ \+= 32\)", src)     # k0
-    assert re.search(r"for \(int64_t jb\d+ = 0; jb\d+ < 33; jb\d+ \+= 16\)", src)     # n0
+    assert re.search(r"pypto_rt::gemm_f32\(\(int64_t\)\(40\), \(int64_t\)\(33\), \(int64_t\)\(70\), .*, 16, 32, 16, "
+                     r"ctx->num_threads\);", src)
     other = _source(k_mm, a, b, torch.zeros(40, 33), m=(32, 32), k=(16, 16), n=(32, 64))
-    assert "+= 32)" in other and "kb" in other and not re.search(r"kb\d+ \+= 32\)", other)
+    assert re.search(r"gemm_f32\(.*, 32, 16, 32, ctx->num_threads\);", other)
     kj = pypto.frontend.jit(k_mm)
     out = torch.zeros(40, 33)
     kj(a, b, out)
@@ -133,7 +137,7 @@ def test_default_cube_tiles_without_the_call():
         out[:] = pypto.matmul(a, b, pypto.DT_FP32)
 
     src = _source(k, torch.zeros(8, 8), torch.zeros(8, 8), torch.zeros(8, 8))
-    assert re.search(r"ib\d+ \+= 64\)", src) and re.search(r"kb\d+ \+= 256\)", src)
+    assert re.search(r"gemm_f32\(.*, 64, 256, 256, ctx->num_threads\);", src)
 
 
 @pytest.mark.parametrize("m,k,n,msg", [

@@ -1,6 +1,7 @@
 """Option schemas, validation, defaults, digest and `pypto.options` scopes (python/pypto/frontend/options.py)."""
 from __future__ import annotations
 
+import os
 import pathlib
 import pickle
 import threading
@@ -52,7 +53,7 @@ INT_OPTIONS = [
     ("runtime_options", "stitch_function_max_num", 128, 1, 1024),
     ("runtime_options", "max_workspace_kb", 0, 0, I32),
     ("runtime_options", "valid_shape_optimize", 0, 0, 1),
-    ("runtime_options", "device_sched_parallelism", 1, 1, 8),
+    ("runtime_options", "device_sched_parallelism", max(1, min(64, len(os.sched_getaffinity(0)))), 1, 64),
     ("runtime_options", "launch_early_mode", 0, 0, 2),
     ("pass_options", "auto_mix_partition", 0, 0, 1),
     ("pass_options", "sg_set_tunevf_mode", 0, 0, 2),
@@ -125,7 +126,8 @@ def test_all_defaults():
                             "compile_monitor_print_interval": 60}
     assert dict(o.runtime) == {"run_mode": RunMode.SIM, "device_sched_mode": 0, "stitch_function_max_num": 128,
                                "max_workspace_kb": 0, "valid_shape_optimize": 0, "ready_on_host_tensors": (),
-                               "device_sched_parallelism": 1, "launch_sched_aicpu_num": 7,
+                               "device_sched_parallelism": max(1, min(64, len(os.sched_getaffinity(0)))),
+                               "launch_sched_aicpu_num": 7,
                                "launch_early_mode": 0}
     assert dict(o.codegen) == {"support_dynamic_aligned": False, "enable_pmu_trace": False, "soc_version": "",
                                "vf_options": ""}

@@ -1,0 +1,195 @@
+"""Kernel speed (`python -m pypto.bench --kernels`): pypto's compiled kernels next to torch eager and a plain copy.
+
+Every row is one kernel at one thread count: pypto (runtime_options device_sched_parallelism = threads), torch
+eager with torch.set_num_threads(threads), and `dst.copy_(src)` of (bytes read + bytes written) / 2 (a copy reads
+and writes its size, so it moves the bytes the kernel must move: the memory-bound limit). Rounds are interleaved
+(each round times every row once) and the figure is the median over rounds, so the machine's noise falls on all
+rows alike; compare the ratios, not the absolute times. Results are checked against torch before timing.
+"""
+from __future__ import annotations
+
+import math
+import os
+import statistics
+import tempfile
+import time
+
+import torch
+
+import pypto
+
+F2 = pypto.Tensor([pypto.STATIC, pypto.STATIC], pypto.DT_FP32)
+F1 = pypto.Tensor([pypto.STATIC], pypto.DT_FP32)
+B2 = pypto.Tensor([pypto.STATIC, pypto.STATIC], pypto.DT_BF16)
+
+
+def axpy(a: F2, b: F2, out: F2, alpha=2.0):
+    pypto.set_vec_tile_shapes(32, 1024)
+    out[:] = a * alpha + b
+
+
+def softmax(x: F2, out: F2):
+    pypto.set_vec_tile_shapes(8, 1024)
+    out[:] = pypto.softmax(x, -1)
+
+
+def layernorm(x: F2, w: F1, b: F1, out: F2, eps=1e-5):
+    pypto.set_vec_tile_shapes(8, 1024)
+    mu = pypto.mean(x, -1, keepdim=True)
+    d = x - mu
+    var = pypto.mean(d * d, -1, keepdim=True)
+    out[:] = d * pypto.rsqrt(var + eps) * w + b
+
+
+def row_sum(x: F2, out: F1):
+    pypto.set_vec_tile_shapes(32, 1024)
+    out[:] = pypto.sum(x, -1)
+
+
+def matmul(a: F2, b: F2, out: F2):
+    pypto.set_cube_tile_shapes([128, 128], [256, 256], [256, 256])
+    out[:] = pypto.matmul(a, b, pypto.DT_FP32)
+
+
+def matmul_bf16(a: B2, b: B2, out: F2):
+    pypto.set_cube_tile_shapes([128, 128], [256, 256], [256, 256])
+    out[:] = pypto.matmul(a, b, pypto.DT_FP32)
+
+
+FIVE = ("axpy 4096x1024", "softmax 4096x1024", "layernorm 4096x1024", "matmul fp32 512^3", "row sum 4096x1024")
+
+
+def _cases():
+    """(name, pypto body, args builder -> (pypto args, torch callable, reference, output, bytes moved))."""
+    g = torch.Generator().manual_seed(0)
+    R, C = 4096, 1024
+    x, y = torch.randn(R, C, generator=g), torch.randn(R, C, generator=g)
+    w, b = torch.randn(C, generator=g), torch.randn(C, generator=g)
+    out, tout, o1, to1 = torch.empty(R, C), torch.empty(R, C), torch.empty(R), torch.empty(R)
+    nb = R * C * 4
+    cases = [
+        ("axpy 4096x1024", axpy, (x, y, out), lambda: torch.add(y, x, alpha=2.0, out=tout),
+         lambda: x * 2.0 + y, out, 3 * nb),
+        ("softmax 4096x1024", softmax, (x, out), lambda: torch.softmax(x, -1),
+         lambda: torch.softmax(x, -1), out, 2 * nb),
+        ("layernorm 4096x1024", layernorm, (x, w, b, out),
+         lambda: torch.nn.functional.layer_norm(x, (C,), w, b, 1e-5),
+         lambda: torch.nn.functional.layer_norm(x, (C,), w, b, 1e-5), out, 2 * nb),
+        ("row sum 4096x1024", row_sum, (x, o1), lambda: torch.sum(x, -1, out=to1), lambda: x.sum(-1), o1,
+         nb + R * 4),
+    ]
+    for n in (512, 1024):
+        a, bm = torch.randn(n, n, generator=g), torch.randn(n, n, generator=g)
+        c, tc = torch.empty(n, n), torch.empty(n, n)
+        cases.append((f"matmul fp32 {n}^3", matmul, (a, bm, c), lambda a=a, bm=bm, tc=tc: torch.matmul(a, bm, out=tc),
+                      lambda a=a, bm=bm: a @ bm, c, 3 * n * n * 4))
+    n = 1024
+    a, bm = torch.randn(n, n, generator=g).bfloat16(), torch.randn(n, n, generator=g).bfloat16()
+    c, tc = torch.empty(n, n), torch.empty(n, n, dtype=torch.bfloat16)
+    cases.append((f"matmul bf16 {n}^3", matmul_bf16, (a, bm, c), lambda: torch.matmul(a, bm, out=tc),
+                  lambda: a.float() @ bm.float(), c, 2 * n * n * 2 + n * n * 4))
+    return cases
+
+
+def _time(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def compile_times() -> dict:
+    """Seconds of a fresh g++ build of three kernels' generated sources (empty cache), and of the bare runtime
+    header alone (what every kernel pays before its own code)."""
+    import subprocess
+
+    from ..compiler import toolchain as T
+    from ..frontend.option_schema import CompileStage
+
+    out = {}
+    old = os.environ.get("PYPTO_CACHE_DIR")
+    with tempfile.TemporaryDirectory() as d:
+        os.environ["PYPTO_CACHE_DIR"] = d
+        try:
+            for name, body, args in (("axpy", axpy, 3), ("softmax", softmax, 2), ("matmul fp32", matmul, 3)):
+                k = pypto.frontend.jit(body, host_options={"compile_stage": CompileStage.CODEGEN_INSTRUCTION})
+                z = torch.zeros(64, 1024) if "matmul" not in name else torch.zeros(64, 64)
+                k(*([z] * args))
+                src = k.last_stage.source
+                t0 = time.perf_counter()
+                T.compile_source(src, None, name)
+                out[name] = time.perf_counter() - t0
+            hdr = os.path.join(d, "hdr.cpp")
+            with open(hdr, "w") as f:
+                f.write("#include <pypto/kernel_abi.h>\n#include <pypto/kernel_rt.h>\n")
+            t0 = time.perf_counter()
+            subprocess.run([T.CXX, *T.FLAGS, "-I", str(T.include_dir()), "-o", hdr + ".so", hdr], check=True)
+            out["runtime header alone"] = time.perf_counter() - t0
+        finally:
+            if old is None:
+                os.environ.pop("PYPTO_CACHE_DIR", None)
+            else:
+                os.environ["PYPTO_CACHE_DIR"] = old
+    return out
+
+
+def run(rounds: int = 7, threads=None, say=print) -> dict:
+    allt = max(1, min(64, len(os.sched_getaffinity(0))))
+    threads = threads or sorted({1, allt})
+    cases = _cases()
+    rows = []
+    for nt in threads:
+        for name, body, args, tfn, ref, out, moved in cases:
+            k = pypto.frontend.jit(body, runtime_options={"device_sched_parallelism": nt})
+            k(*args)
+            torch.testing.assert_close(out, ref().to(out.dtype), rtol=2e-3 if "bf16" in name else 1e-4,
+                                       atol=2e-2 if "matmul" in name else 1e-4)
+            n = max(1, moved // 2 // 4)
+            src, dst = torch.ones(n), torch.empty(n)
+            rows.append({"kernel": name, "threads": nt, "pypto": (lambda k=k, a=args: k(*a)), "torch": tfn,
+                         "copy": (lambda s=src, d=dst: d.copy_(s)), "bytes": moved})
+    say(f"timing {len(rows)} rows x 3 at threads {threads}, {rounds} interleaved rounds")
+    times = {(i, c): [] for i in range(len(rows)) for c in ("pypto", "torch", "copy")}
+    for _ in range(rounds + 1):                 # the first round warms up and is dropped
+        for i, r in enumerate(rows):
+            torch.set_num_threads(r["threads"])
+            for c in ("pypto", "torch", "copy"):
+                times[(i, c)].append(_time(r[c]))
+    torch.set_num_threads(allt)
+    res = []
+    for i, r in enumerate(rows):
+        med = {c: statistics.median(times[(i, c)][1:]) * 1e3 for c in ("pypto", "torch", "copy")}
+        res.append({"kernel": r["kernel"], "threads": r["threads"], "pypto_ms": med["pypto"],
+                    "torch_ms": med["torch"], "copy_ms": med["copy"], "ratio": med["pypto"] / med["torch"],
+                    "copy_ratio": med["pypto"] / med["copy"]})
+    geo = {}
+    for nt in threads:
+        rs = [x["ratio"] for x in res if x["threads"] == nt and x["kernel"] in FIVE]
+        geo[nt] = math.exp(sum(math.log(v) for v in rs) / len(rs))
+    return {"rows": res, "geomean_five": geo, "threads": threads, "rounds": rounds}
+
+
+def print_table(res: dict, compile_s: dict | None = None, say=print):
+    say("| kernel | threads | pypto ms | torch ms | pypto / torch | copy ms | pypto / copy |")
+    say("|---|---|---|---|---|---|---|")
+    for x in res["rows"]:
+        say(f"| {x['kernel']} | {x['threads']} | {x['pypto_ms']:.2f} | {x['torch_ms']:.2f} | {x['ratio']:.2f}x | "
+            f"{x['copy_ms']:.2f} | {x['copy_ratio']:.2f}x |")
+    for nt, gm in res["geomean_five"].items():
+        say(f"geometric mean of pypto / torch over the five kernels at {nt} thread(s): {gm:.2f}x")
+    if compile_s:
+        say("compile (fresh g++ build): " + ", ".join(f"{k} {v * 1e3:.0f} ms" for k, v in compile_s.items()))
+
+
+def main(args=None):
+    import json
+
+    rounds = getattr(args, "rounds", None) or 7
+    res = run(rounds=rounds)
+    print_table(res)
+    comp = compile_times()
+    res["compile_s"] = comp
+    print("compile (fresh g++ build): " + ", ".join(f"{k} {v * 1e3:.0f} ms" for k, v in comp.items()))
+    path = getattr(args, "json", None)
+    if path:
+        with open(path, "w") as f:
+            json.dump(res, f, indent=1)

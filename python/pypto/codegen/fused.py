@@ -1,0 +1,309 @@
+"""The fused generator: each group of fuse.py runs tile by tile (rows of the group's row axis), in tile buffers,
+on the process-wide thread pool when the group is large.
+
+Every value keeps the unfused semantics bit for bit: each op converts its result to its dtype (Cvt) exactly as
+the unfused store does, reductions use the same lane order (lanes.py), and nothing is contracted
+(-ffp-contract=off). Only where values live changes: inlined into their consumer's expression, a tile buffer, or
+(read after the group) the whole temporary the unfused code would have allocated, filled tile by tile.
+Tiles write disjoint rows and nothing combines across tiles, so the result is the same for any thread count.
+"""
+from __future__ import annotations
+
+from ..frontend.dtypes import DataType as DT
+from ..ir import sym as S
+from ..ir.nodes import Assign, Value
+from .cpp import _Emitter
+from .fuse import Group, plan_block, readers, row_dim_of
+from .lanes import emit_reduce
+from .templates import ctype, ew_expr
+
+TILE_BUFFER_BUDGET = 192 * 1024    # bytes of tile buffers per tile (L2-resident; on the stack when static)
+TILE_TARGET_ELEMS = 8192           # elements per tile when set_vec_tile_shapes does not say
+PARALLEL_MIN_WORK = 65536          # elements; kernel_par.h's PARALLEL_MIN_WORK (no pool below it)
+
+
+def _is1(d) -> bool:
+    return isinstance(d, int) and d == 1
+
+
+class FusedEmitter(_Emitter):
+    def __init__(self, kernel):
+        super().__init__(kernel)
+        self.uses = readers(kernel)
+        self.threaded = False
+
+    def block(self, block):
+        if self.debug >= 4:          # bounds checks are per statement: keep the unfused code
+            return super().block(block)
+        for it in plan_block(block.stmts, self.uses):
+            if isinstance(it, Group):
+                self.group(it)
+            else:
+                self.stmt(it)
+
+    # ---- sizes ----------------------------------------------------------------------------------------------
+    def _row_elems(self, g: Group, st):
+        """Elements per row of st's domain (int when static, else None)."""
+        dom, ax = g.domain(st), g.axis[id(st)]
+        n = 1
+        for k, d in enumerate(dom):
+            if k == ax:
+                continue
+            if not isinstance(d, int):
+                return None
+            n *= d
+        return n
+
+    def _buf_dims(self, g: Group, sid, T):
+        op, ax = g.made[sid]
+        dims = []
+        for k, (d, c) in enumerate(zip(op.out.shape, op.out.cap)):
+            dims.append(T if k == ax else (c if c is not None else d))
+        return dims
+
+    def tile_rows(self, g: Group) -> int:
+        user = None
+        if g.tile:
+            for st in g.stmts:
+                if not isinstance(st, Assign) and st.attrs.get("tile") == g.tile:
+                    r, a = len(g.domain(st)), g.axis[id(st)]
+                    if len(g.tile) >= r - a:
+                        user = g.tile[-(r - a)]
+                    break
+        per_row = [self._row_elems(g, st) for st in g.stmts]
+        known = [n for n in per_row if n is not None]
+        elems = max(known) if known else 1024
+        T = user or max(1, TILE_TARGET_ELEMS // max(elems, 1))
+        row_bytes = 0
+        for sid in g.buffer:
+            op = g.made[sid][0]
+            n = 1
+            for x in self._buf_dims(g, sid, 1):
+                n *= x if isinstance(x, int) else 1024
+            row_bytes += n * op.out.dtype.itemsize
+        if row_bytes:
+            T = min(T, max(1, TILE_BUFFER_BUDGET // row_bytes))
+        ub = S.upper_bound(g.n0)
+        if isinstance(ub, int) and ub > 0:
+            T = min(T, ub)
+        return max(1, T)
+
+    # ---- values ---------------------------------------------------------------------------------------------
+    def _align(self, v: Value, idx: list) -> list:
+        """Indices of v's dims for a use in a domain indexed by idx (numpy right alignment; size-1 dims: 0)."""
+        lead = len(idx) - len(v.shape)
+        out = []
+        for k, d in enumerate(v.shape):
+            out.append(None if _is1(d) else idx[lead + k])
+        return out
+
+    def _offset(self, strides, idx, local: bool) -> str:
+        terms = []
+        for s, e in zip(strides, idx):
+            if e is None or (isinstance(s, int) and s == 0):
+                continue
+            var, is_row = e
+            x = f"({self.r0} + {var})" if (is_row and not local) else var
+            terms.append(x if (isinstance(s, int) and s == 1) else f"{x} * {S.to_cpp(s)}")
+        return " + ".join(terms) if terms else "0"
+
+    def load(self, v: Value, idx: list) -> str:
+        """C++ expression of v's element (v's own dtype) at idx (one entry per dim of v)."""
+        g = self.g
+        sid = v.storage.sid
+        m = g.made.get(sid)
+        if m is None:
+            return f"{self.ptrs[id(v)]}[{self._offset(v.strides, idx, False)}]"
+        op = m[0]
+        if sid in g.buffer:
+            return f"{self.bufs[sid][0]}[{self._offset(self.bufs[sid][1], idx, True)}]"
+        if sid in g.escape:
+            return f"{v.storage.cname}[{self._offset(op.out.strides, idx, False)}]"
+        return self.ew_value(op, idx)
+
+    def ew_value(self, op, idx: list) -> str:
+        out = op.out
+        args = []
+        for j, (a, ct) in enumerate(zip(op.ins, op.attrs["cts"])):
+            if isinstance(a, Value):
+                e = self.load(a, self._align(a, idx))
+                args.append(e if ct is None else f"pypto_rt::Cvt<{ctype(ct)}>::from({e})")
+            else:
+                args.append(self.consts[(id(op), j)])
+        expr = ew_expr(op.attrs["fn"], args, op.attrs["cts"][-1])
+        return f"pypto_rt::Cvt<{ctype(out.dtype)}>::from({expr})"
+
+    def store_target(self, sid, idx: list) -> str:
+        g = self.g
+        op = g.made[sid][0]
+        if sid in g.buffer:
+            name, strides = self.bufs[sid]
+            return f"{name}[{self._offset(strides, idx, True)}]"
+        return f"{op.out.storage.cname}[{self._offset(op.out.strides, idx, False)}]"
+
+    # ---- loops ----------------------------------------------------------------------------------------------
+    def _domain_nest(self, dom, axis, dims=None):
+        """Loops over dom (or the dims listed in `dims`) with the row axis limited to the tile; returns
+        (index entries per dim of dom (None for dims not looped), opened)."""
+        idx = [None] * len(dom)
+        ks = list(range(len(dom))) if dims is None else dims
+        opened = 0
+        for n, k in enumerate(ks):
+            v = self.fresh("i")
+            hi = self.nr if k == axis else self.dim(dom[k])
+            if n == len(ks) - 1:
+                self.line("#pragma GCC ivdep")
+            self.open(f"for (int64_t {v} = 0; {v} < {hi}; ++{v})")
+            idx[k] = (v, k == axis)
+            opened += 1
+        return idx, opened
+
+    # ---- one group ------------------------------------------------------------------------------------------
+    def group(self, g: Group):
+        self.g = g
+        self.line(f"// fused: {len(g.stmts)} statement(s), tiled along rows")
+        for st in g.stmts:                      # whole temporaries for values read after the group
+            if not isinstance(st, Assign) and st.out.storage.sid in g.escape:
+                self.alloc(st.out.storage)
+        self.line("{")
+        self.ind += 1
+        written = set(g.written)
+        self.ptrs, self.consts = {}, {}
+        for st in g.stmts:
+            ins = [st.src] if isinstance(st, Assign) else st.ins
+            for j, a in enumerate(ins):
+                if isinstance(a, Value):
+                    if a.storage.sid not in g.made and id(a) not in self.ptrs:
+                        self.ptrs[id(a)] = self.ptr(a, const=True, restrict=a.storage.sid not in written)
+                elif isinstance(st, Assign):
+                    self.consts[(id(st), 0)] = self.scalar_const(a, st.dst.dtype)
+                else:
+                    self.consts[(id(st), j)] = self.scalar_const(a, st.attrs["cts"][j])
+            if isinstance(st, Assign):
+                self.ptrs[id(st.dst)] = self.ptr(st.dst, const=False)
+        T = self.tile_rows(g)
+        n0 = self.dim(g.n0)
+        nt_name = self.fresh("ntiles")
+        self.line(f"const int64_t {nt_name} = ({n0} + {T - 1}) / {T};")
+        per_row = [self._row_elems(g, st) for st in g.stmts]
+        static_work = None
+        if isinstance(g.n0, int) and all(n is not None for n in per_row):
+            static_work = g.n0 * max(per_row)
+        serial = self.parallel_depth > 0 or (static_work is not None and static_work < PARALLEL_MIN_WORK)
+        if serial:
+            self.tile_loop(g, T, nt_name, "0", nt_name)
+        else:
+            self.threaded = True
+            last = g.stmts[-1]
+            work = S.to_cpp(static_work) if static_work is not None else " * ".join(
+                [f"(int64_t)({n0})"] + [f"(int64_t)({self.dim(d)})" for k, d in enumerate(g.domain(last))
+                                        if k != g.axis[id(last)]])
+            nt, np_, part = self.fresh("nt"), self.fresh("np"), self.fresh("part")
+            self.line(f"const int32_t {nt} = ({work}) >= {PARALLEL_MIN_WORK} ? ctx->num_threads : 1;")
+            self.line(f"const int64_t {np_} = {nt} > 1 ? pypto_rt::imin({nt_name}, (int64_t){nt} * 4) : 1;")
+            body = self.fresh("tiles")
+            self.line(f"auto {body} = [&](int64_t {part}) -> int {{")
+            self.ind += 1
+            self.tile_loop(g, T, nt_name, f"{nt_name} * {part} / {np_}", f"{nt_name} * ({part} + 1) / {np_}")
+            self.line("return 0;")
+            self.ind -= 1
+            self.line("};")
+            rc = self.fresh("rc")
+            self.line(f"const int {rc} = pypto_rt::run_parts({np_}, {nt}, {body});")
+            self.line(f"if ({rc}) return {rc};")
+        self.close()
+        self.g = None
+
+    def tile_loop(self, g: Group, T: int, ntiles: str, t0: str, t1: str):
+        self.bufs = {}
+        total = 0
+        for st in g.stmts:                      # tile buffers: once per part, reused by its tiles
+            if isinstance(st, Assign) or st.out.storage.sid not in g.buffer:
+                continue
+            sid = st.out.storage.sid
+            dims = self._buf_dims(g, sid, T)
+            strides, acc = [], 1
+            for d in reversed(dims):
+                strides.append(acc)
+                acc = S.mul(acc, d)
+            strides.reverse()
+            name = self.fresh("tb")
+            ct, isz = ctype(st.out.dtype), st.out.dtype.itemsize
+            if isinstance(acc, int) and acc * isz <= TILE_BUFFER_BUDGET and total + acc * isz <= TILE_BUFFER_BUDGET:
+                total += acc * isz
+                self.line(f"alignas(64) {ct} {name}[{max(acc, 1)}];")
+            else:
+                self.line(f"pypto_rt::Scratch {name}_s((pypto_rt::size_t)({S.to_cpp(acc)}) * sizeof({ct}));")
+                self.line(f"{ct}* {name} = ({ct}*){name}_s.p;")
+            self.bufs[sid] = (name, strides)
+        tt = self.fresh("tt")
+        self.r0, self.nr = self.fresh("r0"), self.fresh("nr")
+        self.open(f"for (int64_t {tt} = {t0}; {tt} < {t1}; ++{tt})")
+        self.line(f"const int64_t {self.r0} = {tt} * {T};")
+        self.line(f"const int64_t {self.nr} = pypto_rt::imin((int64_t){T}, {self.dim(g.n0)} - {self.r0});")
+        for st in g.stmts:
+            if isinstance(st, Assign):
+                self.fused_assign(g, st)
+            elif st.kind == "reduce":
+                self.fused_reduce(g, st)
+            elif st.out.storage.sid in g.buffer or st.out.storage.sid in g.escape:
+                self.fused_ew(g, st)
+        self.close()
+
+    def fused_ew(self, g: Group, op):
+        idx, opened = self._domain_nest(op.out.shape, g.axis[id(op)])
+        self.line(f"{self.store_target(op.out.storage.sid, idx)} = {self.ew_value(op, idx)};")
+        self.close(opened)
+
+    def fused_assign(self, g: Group, st: Assign):
+        dst = st.dst
+        idx, opened = self._domain_nest(dst.shape, g.axis[id(st)])
+        rhs = self.load(st.src, self._align(st.src, idx)) if isinstance(st.src, Value) else self.consts[(id(st), 0)]
+        self.line(f"{self.ptrs[id(dst)]}[{self._offset(dst.strides, idx, False)}] = {rhs};")
+        self.close(opened)
+
+    def fused_reduce(self, g: Group, op):
+        t, out = op.ins[0], op.out
+        dims, keepdim, ct = op.attrs["dims"], op.attrs["keepdim"], op.attrs["ct"]
+        ax = g.axis[id(op)]
+        keep = [k for k in range(len(t.shape)) if k not in dims]
+        idx, opened = self._domain_nest(t.shape, ax, keep) if keep else ([None] * len(t.shape), 0)
+        cts = ctype(ct)
+
+        def load(rvars):
+            full = list(idx)
+            for k, v in zip(dims, rvars):
+                full[k] = (v, False)
+            return f"pypto_rt::Cvt<{cts}>::from({self.load(t, self._align(t, full))})"
+
+        oidx = [idx[k] if k in keep else None for k in range(len(t.shape))] if keepdim else [idx[k] for k in keep]
+        target = self.store_target(out.storage.sid, oidx)
+
+        def store(acc):
+            self.line(f"{target} = pypto_rt::Cvt<{ctype(out.dtype)}>::from({acc});")
+
+        emit_reduce(self, op.attrs["fn"], ct, [self.dim(t.shape[k]) for k in dims], load, store)
+        self.close(opened)
+
+
+def uses_gemm(kernel) -> bool:
+    return _any_op(kernel.body, lambda op: op.kind == "matmul" and DT(op.attrs["ct"]) == DT.DT_FP32)
+
+
+def _any_op(block, pred) -> bool:
+    from ..ir.nodes import Op
+
+    for st in block.stmts:
+        if isinstance(st, Op) and pred(st):
+            return True
+        for sub in ("body", "then", "orelse"):
+            b = getattr(st, sub, None)
+            if b is not None and hasattr(b, "stmts") and _any_op(b, pred):
+                return True
+        for part in getattr(st, "parts", ()) or ():
+            if _any_op(part[2], pred):
+                return True
+    return False
+
+
+__all__ = ["FusedEmitter", "uses_gemm", "row_dim_of"]
