@@ -103,7 +103,7 @@ def compile_times() -> dict:
     import subprocess
 
     from ..compiler import toolchain as T
-    from ..frontend.option_schema import CompileStage
+    from ..vocab.options import CompileStage
 
     out = {}
     old = os.environ.get("PYPTO_CACHE_DIR")
