@@ -17,7 +17,8 @@ from ..vocab.dtypes import DataType as DT
 from ..ir import sym as S
 from ..ir.nodes import (LOCAL, PARAM, TEMP, Assign, Check, If, Kernel, Loop, Op, Storage, UnrolledLoop, Value,
                         format_kernel)
-from .templates import PRELUDE, REDUCE_INIT, REDUCE_STEP, c_string, ctype, ew_expr
+from .names import c_string, comment_text
+from .templates import PRELUDE, REDUCE_INIT, REDUCE_STEP, ctype, ew_expr
 
 STACK_BUFFER_MAX = 64 * 1024       # bytes: a static temporary up to this size lives on the stack
 STACK_TOTAL_MAX = 512 * 1024       # bytes of stack temporaries per kernel before spilling to the heap
@@ -569,10 +570,10 @@ def generate(kernel: Kernel, with_ir_comment: bool = True) -> str:
     em.line("(void)ctx; (void)scalars; (void)tensors;")
     em.line("return 0;")
 
-    out = [f"// pypto generated kernel: {kernel.name}"]
+    out = [f"// pypto generated kernel: {comment_text(kernel.name)}"]  # names are data: names.py
     if with_ir_comment:
         out.append("//")
-        out += [("// " + ln).rstrip() for ln in format_kernel(kernel).splitlines()]
+        out += [("// " + comment_text(ln)).rstrip() for ln in format_kernel(kernel).splitlines()]
     if kernel.uses_threads:
         out.append("#define PYPTO_RT_THREADS 1")
     out += [

@@ -13,12 +13,14 @@ import os
 import threading
 import time
 import weakref
+from pathlib import Path
 from typing import Any
 
 from .. import _core
-from ..compiler import pipeline
+from ..codegen.names import check_text, file_component
+from ..compiler import cache, pipeline
 from ..compiler.torch_reader import ensure_installed
-from ..errors import KernelDefinitionError
+from ..errors import CompileError, KernelDefinitionError
 from ..vocab import options as _options
 from ..vocab.annotations import DYNAMIC, STATIC, DynamicDim
 from ..vocab.dtypes import DataType
@@ -42,6 +44,17 @@ class _InFlight:
         self.error: BaseException | None = None
 
 
+_KERNELS: "weakref.WeakSet[JITKernel]" = weakref.WeakSet()
+
+
+def _reset_after_fork():
+    for k in list(_KERNELS):
+        k._reset_inflight()
+
+
+os.register_at_fork(after_in_child=_reset_after_fork)
+
+
 class JITKernel:
     """The Python side of a kernel: what the native JitFunction needs on a miss, and introspection."""
 
@@ -54,11 +67,17 @@ class JITKernel:
         self.tree = function_ast(fn)
         self.guards = collect_guards(fn, self.tree)
         self.prepared = prepare(fn, self.name)  # the kernel body, parsed and rewritten once
-        self._lock = threading.Lock()
-        self._inflight: dict[bytes, _InFlight] = {}
+        self._reset_inflight()
+        _KERNELS.add(self)
         self._native_ref = None
         self.last_stage = None    # StageResult of the last build stopped by host_options.compile_stage
         self.last_verify = None   # StageReports of the last verify_options check
+
+    def _reset_inflight(self):
+        """No build in progress. Also run in a forked child: the threads that were building in the parent do not
+        exist there, so waiting on their events (or on a lock one of them held) would hang forever."""
+        self._lock = threading.Lock()
+        self._inflight: dict[bytes, _InFlight] = {}
 
     # -- the native parameter table ------------------------------------------------------------------------
     def native_params(self) -> list[tuple]:
@@ -150,6 +169,13 @@ class JITKernel:
             return None  # stop after the requested stage: nothing is launched
         t0 = time.perf_counter()
         result = pipeline.build(self.prepared, request)
+        loaded = self._load(result)
+        if loaded is None:  # removed or corrupted since it was checked: build it again, once
+            result = pipeline.build(self.prepared, request)
+            loaded = self._load(result)
+        if loaded is None:
+            raise CompileError(f"kernel '{self.name}': the cached library '{result.library}' fails verification "
+                               f"right after it was built (is another process rewriting the cache?)")
         seconds = result.compile_seconds if result.compile_seconds else time.perf_counter() - t0
         self._dump(result)
         written = 0
@@ -157,7 +183,13 @@ class JITKernel:
             written |= 1 << i
         info = {"request": request, "result": result,
                 "guards": {(g.owner, g.name): g.current() for g in self.guards}}
-        return (result.library, written, float(seconds), info)
+        return (loaded, written, float(seconds), info)
+
+    @staticmethod
+    def _load(result):
+        """Verify the library and load it from the descriptor that was hashed (compiler/cache.py); the returned
+        path names the already-loaded library for the core's dlopen."""
+        return cache.load_entry(Path(result.library), Path(result.library + ".sha256"))
 
     def _dump(self, result) -> None:
         dbg = self.options.debug
@@ -167,7 +199,7 @@ class JITKernel:
         os.makedirs(ddir, exist_ok=True)
         lib = getattr(result, "library", None)
         tag = os.path.basename(lib).split('.')[0] if lib else getattr(result, "stage", "partial")
-        stem = os.path.join(ddir, f"{self.name}_{tag}")
+        stem = os.path.join(ddir, f"{file_component(self.name)}_{file_component(tag)}")  # never a path
         with open(stem + ".ir.txt", "w") as f:
             f.write(result.ir_text)
         if getattr(result, "source", None):
@@ -183,6 +215,16 @@ class JITKernel:
         return f"<pypto kernel frontend '{self.name}'>"
 
 
+def _check_names(fn, names: list) -> None:
+    """Every name that reaches the core or generated code must be text that can be encoded (codegen/names.py)."""
+    check_text("kernel name", fn.__name__)
+    check_text(f"kernel {ascii(fn.__name__)}: qualified name", getattr(fn, "__qualname__", fn.__name__))
+    for n in names:
+        check_text(f"kernel '{fn.__name__}': parameter name", n)
+    for n in getattr(fn, "__annotations__", {}) or {}:
+        check_text(f"kernel '{fn.__name__}': annotated name", n)
+
+
 def _make(fn, groups: dict[str, Any]):
     if not callable(fn) or not hasattr(fn, "__code__"):
         raise KernelDefinitionError(f"pypto.frontend.jit expects a Python function, got {fn!r}")
@@ -190,6 +232,7 @@ def _make(fn, groups: dict[str, Any]):
         raise KernelDefinitionError(f"kernel '{fn.__name__}': a kernel may not be a generator")
     # parameter names first, so that ready_on_host_tensors can be checked
     names = list(fn.__code__.co_varnames[: fn.__code__.co_argcount + fn.__code__.co_kwonlyargcount])
+    _check_names(fn, names)
     resolved = _options.validate_options(fn.__name__, names, **groups)
     front = JITKernel(fn, resolved)
     native = _core.JitFunction(front, fn, front.native_params(), front.dim_names,
