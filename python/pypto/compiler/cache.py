@@ -348,9 +348,7 @@ def _reset_after_fork():
 
 os.register_at_fork(after_in_child=_reset_after_fork)
 
-__all__ = ["CacheWarning", "cache_dir", "configured_dir", "untrusted_reason", "subdir", "open_trusted",
-           "sha256_fd", "sha256_file", "read_trusted", "atomic_write", "verified_fd", "valid_library",
-           "load_verified", "load_entry", "open_lock", "FileLock", "try_lock"]
+
 
 
 # ---- size cap and administration (python -m pypto cache ...) ---------------------------------------------------
@@ -478,3 +476,9 @@ def clear(root: Path | None = None) -> tuple[int, int]:
                 freed += os.lstat(f).st_size
                 _remove(f)
     return n, freed
+
+
+__all__ = ["CacheWarning", "cache_dir", "configured_dir", "untrusted_reason", "subdir", "open_trusted",
+           "sha256_fd", "sha256_file", "read_trusted", "atomic_write", "verified_fd", "valid_library",
+           "load_verified", "load_entry", "open_lock", "FileLock", "try_lock", "parse_size", "parse_age",
+           "max_size", "entries", "remove_entry", "prune", "enforce_max_size", "clear"]

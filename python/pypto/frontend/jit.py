@@ -130,6 +130,7 @@ class JITKernel:
             elif p.kind == SCALAR:
                 scalars.append(ScalarArg(p.name, p.kind_index, p.annotation.dtype))
             else:
+                _check_constant(self.name, p.name, a)
                 constants[p.name] = a
         return SpecializationRequest(self.name, self.params, tensors, scalars, constants, self.options.as_dict())
 
@@ -213,6 +214,28 @@ class JITKernel:
 
     def __repr__(self) -> str:
         return f"<pypto kernel frontend '{self.name}'>"
+
+
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+
+
+def _check_constant(kernel: str, param: str, value, where: str = "") -> None:
+    """Constants keep their value: an int outside the kernel's 64-bit integers would wrap in generated code, and a
+    mutable array changed in place after specialization would leave a stale one (the core keys it once). Both are
+    refused on the miss, before anything is built or launched."""
+    if isinstance(value, (tuple, list)):
+        for i, v in enumerate(value):
+            _check_constant(kernel, param, v, f"{where}[{i}]")
+        return
+    if isinstance(value, int) and not isinstance(value, bool) and not _INT64[0] <= value <= _INT64[1]:
+        raise ValueError(f"kernel '{kernel}': parameter '{param}'{where}: constant {value} does not fit the "
+                         f"kernel's 64-bit integers (expected -2**63 <= value < 2**63); pass a float "
+                         f"({float(value)!r}) if the arithmetic is floating point")
+    if getattr(value, "ndim", None) == 0 and hasattr(value, "__array_interface__") and \
+            getattr(getattr(value, "flags", None), "writeable", False):
+        raise TypeError(f"kernel '{kernel}': parameter '{param}'{where}: a writable 0-d array constant "
+                        f"({type(value).__name__}) could be changed in place after the kernel was specialized for "
+                        f"it; pass its value (.item()) or a numpy scalar instead")
 
 
 def _check_names(fn, names: list) -> None:
