@@ -169,7 +169,10 @@ class JITKernel:
             self._dump(self.last_stage)
             return None  # stop after the requested stage: nothing is launched
         t0 = time.perf_counter()
-        result = pipeline.build(self.prepared, request)
+        try:
+            result = pipeline.build(self.prepared, request)
+        except OverflowError as e:   # ir/sym.py refuses to emit an int that would wrap
+            raise ValueError(f"kernel '{self.name}': {e}{_out_of_range(request.constants)}") from None
         loaded = self._load(result)
         if loaded is None:  # removed or corrupted since it was checked: build it again, once
             result = pipeline.build(self.prepared, request)
@@ -220,22 +223,30 @@ _INT64 = (-(1 << 63), (1 << 63) - 1)
 
 
 def _check_constant(kernel: str, param: str, value, where: str = "") -> None:
-    """Constants keep their value: an int outside the kernel's 64-bit integers would wrap in generated code, and a
-    mutable array changed in place after specialization would leave a stale one (the core keys it once). Both are
-    refused on the miss, before anything is built or launched."""
+    """Constants keep their value: a mutable array changed in place after specialization would leave a stale
+    specialization (the core keys it once), so it is refused on the miss, before anything is built or launched.
+    (An int outside the kernel's 64-bit integers may be used at trace time; only if it reaches generated code is it
+    an error: see `_out_of_range`.)"""
     if isinstance(value, (tuple, list)):
         for i, v in enumerate(value):
             _check_constant(kernel, param, v, f"{where}[{i}]")
         return
-    if isinstance(value, int) and not isinstance(value, bool) and not _INT64[0] <= value <= _INT64[1]:
-        raise ValueError(f"kernel '{kernel}': parameter '{param}'{where}: constant {value} does not fit the "
-                         f"kernel's 64-bit integers (expected -2**63 <= value < 2**63); pass a float "
-                         f"({float(value)!r}) if the arithmetic is floating point")
     if getattr(value, "ndim", None) == 0 and hasattr(value, "__array_interface__") and \
             getattr(getattr(value, "flags", None), "writeable", False):
         raise TypeError(f"kernel '{kernel}': parameter '{param}'{where}: a writable 0-d array constant "
                         f"({type(value).__name__}) could be changed in place after the kernel was specialized for "
                         f"it; pass its value (.item()) or a numpy scalar instead")
+
+
+def _out_of_range(constants: dict) -> str:
+    """Which constant parameters hold ints outside int64 (the likely source of an overflow), for the message."""
+    def big(v):
+        if isinstance(v, (tuple, list)):
+            return any(big(x) for x in v)
+        return isinstance(v, int) and not isinstance(v, bool) and not _INT64[0] <= v <= _INT64[1]
+
+    names = [f"'{k}' = {v!r}" for k, v in constants.items() if big(v)]
+    return f" (from parameter {', '.join(names)}; expected -2**63 <= value < 2**63, or pass a float)" if names else ""
 
 
 def _check_names(fn, names: list) -> None:
