@@ -18,7 +18,8 @@ from ..ir import sym as S
 from ..ir.nodes import (LOCAL, PARAM, TEMP, Assign, Check, If, Kernel, Loop, Op, Storage, UnrolledLoop, Value,
                         format_kernel)
 from .lanes import emit_reduce
-from .templates import PRELUDE, c_string, ctype, ew_expr
+from .names import c_string, comment_text
+from .templates import PRELUDE, ctype, ew_expr
 
 STACK_BUFFER_MAX = 64 * 1024       # bytes: a static temporary up to this size lives on the stack
 STACK_TOTAL_MAX = 512 * 1024       # bytes of stack temporaries per kernel before spilling to the heap
@@ -599,10 +600,10 @@ def generate(kernel: Kernel, with_ir_comment: bool = True, fuse: bool = True) ->
     em.line("(void)ctx; (void)scalars; (void)tensors;")
     em.line("return 0;")
 
-    out = [f"// pypto generated kernel: {kernel.name}"]
+    out = [f"// pypto generated kernel: {comment_text(kernel.name)}"]  # names are data: names.py
     if with_ir_comment:
         out.append("//")
-        out += [("// " + ln).rstrip() for ln in format_kernel(kernel).splitlines()]
+        out += [("// " + comment_text(ln)).rstrip() for ln in format_kernel(kernel).splitlines()]
     if kernel.uses_threads or em.threaded:
         out.append("#define PYPTO_RT_THREADS 1")
     if em.gemm:

@@ -1,34 +1,183 @@
-"""The kernel cache on disk: where it is, how entries are written (atomically) and checked before use.
+"""The kernel cache on disk: a private directory, entries verified and loaded from one open file, bounded locks.
 
 Layout: $PYPTO_CACHE_DIR (default ~/.cache/pypto)/<key[:2]>/<key>.{cpp,so,so.sha256,lock}; the key is
-`toolchain.cache_key` (content-addressed). A library is used only when its bytes match the sha256 stored beside
-it; an flock on <key>.lock makes concurrent builders of one key wait for a single compiler run.
+`toolchain.cache_key` (content-addressed). The torch reader lives in torch_reader/ with the same file kinds.
+
+Trust comes from ownership, not from the hash (docs/security.md): whoever can write the directory can write both a
+library and its sha256. So the directory must belong to this user and not be writable by group or others (as ssh
+requires of ~/.ssh); files must be regular files of this user, never reached through a symlink. A directory that
+fails these checks, or cannot be created, is replaced for this process by a private temporary one (one warning).
+The sha256 catches corruption (a truncated write, a full disk); a library is loaded from the very descriptor whose
+bytes were hashed (`load_verified`), so nothing can swap the file between the check and the load.
 """
 from __future__ import annotations
 
+import atexit
+import ctypes
+import errno
 import fcntl
 import hashlib
 import os
+import shutil
+import stat
 import tempfile
+import threading
+import time
+import warnings
 from pathlib import Path
 
+from ..errors import CompileError
 
-def cache_dir() -> Path:
+_EUID = os.geteuid()
+_OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+class CacheWarning(RuntimeWarning):
+    """The configured cache directory cannot be trusted or used; a private one is used instead."""
+
+
+# ---- the directory ---------------------------------------------------------------------------------------------
+_state_lock = threading.Lock()
+_roots: dict[str, Path] = {}        # configured path -> the directory used for it (itself, or a private fallback)
+_private: dict = {}                 # pid -> private directories made by this process (removed at exit)
+
+
+def configured_dir() -> Path:
     d = os.environ.get("PYPTO_CACHE_DIR")
     return Path(d) if d else Path.home() / ".cache" / "pypto"
 
 
+def untrusted_reason(path: Path) -> str:
+    """Why `path` cannot be a cache directory ('' when it can): it must be a real directory (not a symlink) owned
+    by this user and writable by nobody else."""
+    try:
+        st = os.lstat(path)
+    except OSError as e:
+        return f"cannot inspect it ({e.strerror})"
+    if stat.S_ISLNK(st.st_mode):
+        return "it is a symbolic link"
+    if not stat.S_ISDIR(st.st_mode):
+        return "it is not a directory"
+    if st.st_uid != _EUID:
+        return f"it is owned by uid {st.st_uid}, not by this user (uid {_EUID})"
+    if st.st_mode & 0o022:
+        return f"it is writable by group or others (mode {stat.S_IMODE(st.st_mode):o})"
+    return ""
 
-# ---- entries ---------------------------------------------------------------------------------------------------
-def sha256_file(path: Path) -> str:
+
+def _make_private(prefix: str, parent: Path | None = None) -> Path:
+    d = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))   # mode 0700, owned by us, a fresh name
+    _private.setdefault(os.getpid(), []).append(d)
+    return d
+
+
+@atexit.register
+def _remove_private():
+    for d in _private.get(os.getpid(), []):     # a forked child never removes its parent's directories
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def cache_dir() -> Path:
+    """The cache directory this process uses: the configured one when it is trustworthy, else a private one."""
+    want = configured_dir()
+    key = str(want)
+    with _state_lock:
+        got = _roots.get(key)
+        if got is not None:
+            return got
+        why = ""
+        try:
+            want.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError as e:
+            why = f"it cannot be created ({e.strerror})"
+        why = why or untrusted_reason(want)
+        if why:
+            got = _make_private("pypto-cache-")
+            warnings.warn(f"pypto: not using the kernel cache directory '{want}': {why}; kernels are cached in the "
+                          f"private directory '{got}' for this process only (see docs/security.md)", CacheWarning,
+                          stacklevel=3)
+        else:
+            got = want
+        _roots[key] = got
+        return got
+
+
+def subdir(name: str) -> Path:
+    """A trusted subdirectory of the cache (created 0700). Raises CompileError when it exists but is not ours."""
+    d = cache_dir() / name
+    try:
+        os.mkdir(d, 0o700)
+    except FileExistsError:
+        pass
+    except OSError as e:
+        raise CompileError(f"cannot create the cache directory '{d}': {e.strerror}") from None
+    why = untrusted_reason(d)
+    if why:
+        raise CompileError(f"the cache directory '{d}' is not trusted: {why} (see docs/security.md)")
+    return d
+
+
+# ---- files -----------------------------------------------------------------------------------------------------
+def open_trusted(path: Path) -> int | None:
+    """A read-only descriptor of `path` when it is a regular file of this user that nobody else can write, reached
+    without following a symlink; None otherwise (missing, foreign, a link: never used)."""
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except OSError:
+        return None
+    st = os.fstat(fd)
+    if stat.S_ISREG(st.st_mode) and st.st_uid == _EUID and not st.st_mode & 0o022:
+        return fd
+    os.close(fd)
+    return None
+
+
+def open_output(path: Path) -> int | None:
+    """Like `open_trusted` for a file this process just had written (a compiler's output): its mode is made 0600
+    first, so that a permissive umask does not make a fresh library untrusted."""
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except OSError:
+        return None
+    st = os.fstat(fd)
+    if stat.S_ISREG(st.st_mode) and st.st_uid == _EUID:
+        os.fchmod(fd, 0o600)
+        return fd
+    os.close(fd)
+    return None
+
+
+def sha256_fd(fd: int) -> str:
     h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+    offset = 0
+    while True:
+        chunk = os.pread(fd, 1 << 20, offset)
+        if not chunk:
+            return h.hexdigest()
+        h.update(chunk)
+        offset += len(chunk)
+
+
+def sha256_file(path: Path) -> str:
+    fd = os.open(path, _OPEN_FLAGS)
+    try:
+        return sha256_fd(fd)
+    finally:
+        os.close(fd)
+
+
+def read_trusted(path: Path, limit: int = 4096) -> bytes | None:
+    fd = open_trusted(path)
+    if fd is None:
+        return None
+    try:
+        return os.pread(fd, limit, 0)
+    finally:
+        os.close(fd)
 
 
 def atomic_write(path: Path, data: bytes):
+    """Write `data` to a fresh 0600 file beside `path` (mkstemp: O_EXCL, never a planted file), then rename."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
@@ -42,22 +191,131 @@ def atomic_write(path: Path, data: bytes):
         raise
 
 
+def verified_fd(so: Path, sha: Path) -> int | None:
+    """A descriptor of `so` whose bytes match the sha256 in `sha` (both trusted files), or None."""
+    want = read_trusted(sha)
+    if not want or not want.strip():
+        return None
+    fd = open_trusted(so)
+    if fd is None:
+        return None
+    if sha256_fd(fd) != want.decode("ascii", "replace").strip():
+        os.close(fd)
+        return None
+    return fd
+
+
 def valid_library(so: Path, sha: Path) -> bool:
-    try:
-        want = sha.read_text().strip()
-        return bool(want) and sha256_file(so) == want
-    except OSError:
+    fd = verified_fd(so, sha)
+    if fd is None:
         return False
+    os.close(fd)
+    return True
+
+
+# ---- loading the bytes that were verified ----------------------------------------------------------------------
+_loaded: dict[str, object] = {}     # sha256 -> ctypes handle: keeps the loaded name alive for the native loader
+_links: dict = {}                   # pid -> this process's private directory of load links
+
+
+def load_verified(fd: int, digest: str) -> str:
+    """Load the library open at `fd` (whose bytes hash to `digest`) and return a path under which the native
+    loader finds it already loaded. Closes `fd`.
+
+    The native core dlopens the path string it is given. dlopen of `/proc/self/fd/N` would load exactly these
+    bytes, but glibc matches an already-loaded object by its path string first, and N is reused once closed, so a
+    second library would get the first one's handle. So the library is loaded here through a link named by its
+    sha256 in a private (0700, per-process) directory: the name is unique per content, the link points at this
+    process's descriptor, and the core's dlopen of that name returns the handle loaded here."""
+    try:
+        root = cache_dir()
+        with _state_lock:
+            if digest in _loaded:
+                return _loaded[digest][0]
+            links = _links.get(os.getpid())
+            if links is None:  # inside the cache directory, so the loaded path names the cache it came from
+                links = _links[os.getpid()] = _make_private(".load-", root)
+            link = links / f"{digest}.so"
+            try:
+                os.unlink(link)
+            except FileNotFoundError:
+                pass
+            os.symlink(f"/proc/self/fd/{fd}", link)
+            try:
+                handle = ctypes.CDLL(str(link), mode=os.RTLD_NOW | os.RTLD_LOCAL)
+            except OSError as e:
+                raise CompileError(f"cannot load the kernel library (sha256 {digest[:16]}): {e}") from None
+            finally:
+                os.unlink(link)
+            _loaded[digest] = (str(link), handle)
+            return str(link)
+    finally:
+        os.close(fd)
+
+
+def load_entry(so: Path, sha: Path) -> str | None:
+    """Verify the entry and load it (see `load_verified`); None when it is missing or fails verification."""
+    fd = verified_fd(so, sha)
+    if fd is None:
+        return None
+    try:
+        os.utime(fd)            # the last use, for least-recently-used eviction
+    except OSError:
+        pass
+    return load_verified(fd, sha256_fd(fd))
+
+
+# ---- locks -----------------------------------------------------------------------------------------------------
+def _remove(path: Path):
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def open_lock(path: Path) -> int:
+    """A descriptor for flock on `path`: our own regular file, created without following a symlink. A planted
+    symlink or a foreign file in its place is removed (the directory is ours) and never used."""
+    for _ in range(4):
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except OSError as e:
+            if e.errno == errno.ELOOP:          # a symlink: O_NOFOLLOW refused to follow (or create) its target
+                _remove(path)
+                continue
+            raise CompileError(f"cannot open the cache lock '{path}': {e.strerror}") from None
+        st = os.fstat(fd)
+        if stat.S_ISREG(st.st_mode) and st.st_uid == _EUID and st.st_nlink == 1:
+            return fd
+        os.close(fd)
+        _remove(path)
+    raise CompileError(f"cannot create the cache lock '{path}': it keeps being replaced")
 
 
 class FileLock:
-    def __init__(self, path: Path):
-        self.path = path
+    """An exclusive flock on `path`, waited for at most `timeout` seconds. flock locks die with their process, so
+    a lock file left by a dead process never blocks; a live holder past the timeout is a clear error."""
+
+    def __init__(self, path: Path, timeout: float = 600.0, what: str = "a kernel"):
+        self.path, self.timeout, self.what = path, timeout, what
+        self.fd = -1
 
     def __enter__(self):
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        fcntl.flock(self.fd, fcntl.LOCK_EX)
-        return self
+        self.fd = open_lock(self.path)
+        deadline = time.monotonic() + self.timeout
+        pause = 0.005
+        while True:
+            try:
+                fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return self
+            except BlockingIOError:
+                pass
+            if time.monotonic() >= deadline:
+                os.close(self.fd)
+                raise CompileError(f"{self.what}: waited {self.timeout:g} s (host_options compile_timeout) for "
+                                   f"another process building the same library to release '{self.path}'")
+            time.sleep(pause)
+            pause = min(pause * 2, 0.1)
 
     def __exit__(self, *exc):
         fcntl.flock(self.fd, fcntl.LOCK_UN)
@@ -65,5 +323,162 @@ class FileLock:
         return False
 
 
+def try_lock(path: Path) -> int | None:
+    """A descriptor holding the exclusive lock on `path`, or None when someone holds it (never waits)."""
+    if not path.exists() and not path.is_symlink():
+        fd = open_lock(path)
+    else:
+        try:
+            fd = open_lock(path)
+        except CompileError:
+            return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return fd
+    except BlockingIOError:
+        os.close(fd)
+        return None
 
-__all__ = ["cache_dir", "sha256_file", "atomic_write", "valid_library", "FileLock"]
+
+def _reset_after_fork():
+    """A forked child inherits the parent's locks' state but not its threads: start clean."""
+    global _state_lock
+    _state_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_reset_after_fork)
+
+
+
+
+# ---- size cap and administration (python -m pypto cache ...) ---------------------------------------------------
+_SIZE_UNITS = {"": 1, "B": 1, "K": 1 << 10, "KB": 1 << 10, "KIB": 1 << 10, "M": 1 << 20, "MB": 1 << 20,
+               "MIB": 1 << 20, "G": 1 << 30, "GB": 1 << 30, "GIB": 1 << 30, "T": 1 << 40, "TB": 1 << 40}
+_AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_size(text: str) -> int:
+    """'500M', '2G', '1048576' -> bytes (binary units)."""
+    t = str(text).strip().upper()
+    num = t.rstrip("BKMGTI")
+    unit = t[len(num):]
+    if not num or unit not in _SIZE_UNITS:
+        raise ValueError(f"not a size: {text!r} (examples: 500M, 2G, 1048576)")
+    return int(float(num) * _SIZE_UNITS[unit])
+
+
+def parse_age(text: str) -> float:
+    """'30d', '12h', '90m', '3600' (seconds) -> seconds."""
+    t = str(text).strip().lower()
+    unit = t[-1:] if t[-1:] in _AGE_UNITS else "s"
+    num = t[:-1] if t[-1:] in _AGE_UNITS else t
+    try:
+        return float(num) * _AGE_UNITS[unit]
+    except ValueError:
+        raise ValueError(f"not an age: {text!r} (examples: 30d, 12h, 90m, 3600)") from None
+
+
+def max_size() -> int | None:
+    """The size cap from PYPTO_CACHE_MAX_SIZE (None: unbounded)."""
+    v = os.environ.get("PYPTO_CACHE_MAX_SIZE", "").strip()
+    return parse_size(v) if v else None
+
+
+def entries(root: Path | None = None) -> list[dict]:
+    """The kernel entries under `root`: key, files, total size, last use (the library's mtime), kernel name."""
+    root = root or cache_dir()
+    out = []
+    for sub in sorted(root.iterdir()) if root.is_dir() else ():
+        if len(sub.name) != 2 or sub.name.startswith(".") or untrusted_reason(sub):
+            continue
+        groups: dict[str, list[Path]] = {}
+        for f in sub.iterdir():
+            key = f.name.split(".", 1)[0]
+            if len(key) == 64:
+                groups.setdefault(key, []).append(f)
+        for key, files in groups.items():
+            size, used = 0, 0.0
+            for f in files:
+                try:
+                    st = os.lstat(f)
+                except FileNotFoundError:
+                    continue
+                size += st.st_size
+                if f.name == key + ".so":
+                    used = st.st_mtime
+            head = read_trusted(sub / f"{key}.cpp", 200) or b""
+            first = head.split(b"\n", 1)[0].decode("ascii", "replace")
+            name = first.split(": ", 1)[1] if first.startswith("// pypto generated kernel: ") else "?"
+            out.append({"key": key, "dir": sub, "files": files, "size": size, "last_used": used or None,
+                        "kernel": name})
+    return out
+
+
+def remove_entry(entry: dict) -> bool:
+    """Delete one entry's files under its key's lock (False when a process holds it: building or loading). A
+    process that already opened the library keeps its descriptor's bytes; it never reads a half-deleted entry."""
+    lock = entry["dir"] / f"{entry['key']}.lock"
+    fd = try_lock(lock)
+    if fd is None:
+        return False
+    try:
+        for f in entry["files"]:
+            if f != lock:
+                _remove(f)
+        _remove(lock)
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+    return True
+
+
+def prune(max_bytes: int | None = None, older_than: float | None = None, keep: str = "",
+          root: Path | None = None) -> tuple[int, int]:
+    """Remove entries unused for `older_than` seconds, then least-recently-used ones until the cache holds at most
+    `max_bytes`; never the entry `keep`, never an entry whose lock is held. Returns (entries removed, bytes freed)."""
+    items = sorted(entries(root), key=lambda e: e["last_used"] or 0.0)
+    total = sum(e["size"] for e in items)
+    now = time.time()
+    removed = freed = 0
+    for e in items:
+        if e["key"] == keep:
+            continue
+        stale = older_than is not None and (e["last_used"] or 0.0) < now - older_than
+        over = max_bytes is not None and total > max_bytes
+        if not (stale or over):
+            continue
+        if remove_entry(e):
+            removed += 1
+            freed += e["size"]
+            total -= e["size"]
+    return removed, freed
+
+
+def enforce_max_size(keep: str = "", limit: int | None = None):
+    """Apply the size cap (PYPTO_CACHE_MAX_SIZE, or host_options cache_max_size) after a new entry is written."""
+    limit = limit if limit else max_size()
+    if limit:
+        prune(max_bytes=limit, keep=keep)
+
+
+def clear(root: Path | None = None) -> tuple[int, int]:
+    """Remove every kernel entry that no process holds, and the torch reader builds."""
+    root = root or cache_dir()
+    n, freed = 0, 0
+    for e in entries(root):
+        if remove_entry(e):
+            n += 1
+            freed += e["size"]
+    reader = root / "torch_reader"
+    if reader.is_dir() and not untrusted_reason(reader):
+        for f in reader.iterdir():
+            if f.suffix != ".lock":
+                freed += os.lstat(f).st_size
+                _remove(f)
+    return n, freed
+
+
+__all__ = ["CacheWarning", "cache_dir", "configured_dir", "untrusted_reason", "subdir", "open_trusted",
+           "sha256_fd", "sha256_file", "read_trusted", "atomic_write", "verified_fd", "valid_library",
+           "load_verified", "load_entry", "open_lock", "FileLock", "try_lock", "parse_size", "parse_age",
+           "max_size", "entries", "remove_entry", "prune", "enforce_max_size", "clear"]

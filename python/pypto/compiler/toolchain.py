@@ -17,7 +17,8 @@ from pathlib import Path
 
 from .._version import __version__
 from ..errors import CompileError
-from .cache import FileLock, atomic_write, cache_dir, sha256_file, valid_library
+from . import cache
+from .cache import cache_dir
 
 CXX = os.environ.get("PYPTO_CXX", "g++")
 # PYPTO_MARCH picks the target ISA (default: this CPU). Valgrind, for one, cannot run AVX-512 code: the
@@ -29,6 +30,14 @@ FLAGS = ("-O3", f"-march={os.environ.get('PYPTO_MARCH', 'native')}", "-mprefer-v
 # ---- identities (computed once per process) ----------------------------------------------------------------
 _lock = threading.Lock()
 _memo: dict = {}
+
+
+def _reset_after_fork():
+    global _lock
+    _lock = threading.Lock()     # a parent thread may have held it at fork; the child has no such thread
+
+
+os.register_at_fork(after_in_child=_reset_after_fork)
 
 
 def include_dir() -> Path:
@@ -124,43 +133,65 @@ def _opt(options, group: str, key: str, default):
         return default
 
 
+def _timeout(options) -> float:
+    return float(_opt(options, "host", "compile_timeout", 600) or 600)
+
+
 def compile_source(source: str, options=None, kernel_name: str = "kernel") -> tuple[str, str, float, bool, str]:
-    """Compile (or find in the cache) `source`. Returns (library, source_path, seconds, cached, key)."""
+    """Compile (or find in the cache) `source`. Returns (library, source_path, seconds, cached, key).
+
+    The library is verified against its sha256 here and again, from the descriptor that is loaded, by
+    `cache.load_entry`. Concurrent builders of one key (threads or processes) wait on the key's lock, at most
+    `host_options.compile_timeout` seconds."""
     key = cache_key(source)
-    d = cache_dir() / key[:2]
-    d.mkdir(parents=True, exist_ok=True)
+    d = cache.subdir(key[:2])
     so, sha, cpp = d / f"{key}.so", d / f"{key}.so.sha256", d / f"{key}.cpp"
-    if valid_library(so, sha):
+    if cache.valid_library(so, sha):
         return str(so), str(cpp), 0.0, True, key
-    with FileLock(d / f"{key}.lock"):
-        if valid_library(so, sha):       # another thread/process built it while we waited
+    timeout = _timeout(options)
+    with cache.FileLock(d / f"{key}.lock", timeout, f"kernel '{kernel_name}'"):
+        if cache.valid_library(so, sha):       # another thread/process built it while we waited
             return str(so), str(cpp), 0.0, True, key
-        atomic_write(cpp, source.encode())
-        fd, tmp_so = tempfile.mkstemp(dir=d, prefix=f"{key}.", suffix=".so.tmp")
-        os.close(fd)
-        cmd = [CXX, *FLAGS, "-I", str(include_dir()), "-o", tmp_so, str(cpp)]
-        timeout = _opt(options, "host", "compile_timeout", 600) or 600
+        cache.atomic_write(cpp, source.encode())
         t0 = time.perf_counter()
-        try:
-            r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.unlink(tmp_so)
-            raise CompileError(f"kernel '{kernel_name}': the C++ compiler did not finish within {timeout} s "
-                               f"(source: {cpp})") from None
-        except OSError as e:
-            os.unlink(tmp_so)
-            raise CompileError(f"kernel '{kernel_name}': cannot run the C++ compiler '{CXX}': {e}") from None
+        run_compiler(lambda out: [CXX, *FLAGS, "-I", str(include_dir()), "-o", out, str(cpp)], so, sha, timeout,
+                     f"kernel '{kernel_name}'", f"(source saved at {cpp})")
         seconds = time.perf_counter() - t0
-        if r.returncode != 0:
-            try:
-                os.unlink(tmp_so)
-            except OSError:
-                pass
-            raise CompileError(f"kernel '{kernel_name}': C++ compilation failed (source saved at {cpp}):\n"
-                               f"{r.stderr.strip()}")
-        atomic_write(sha, (sha256_file(Path(tmp_so)) + "\n").encode())
-        os.replace(tmp_so, so)
+    cache.enforce_max_size(keep=key)
     return str(so), str(cpp), seconds, False, key
+
+
+def run_compiler(command, so: Path, sha: Path, timeout: float, what: str, where: str = "") -> None:
+    """Run `command(tmp_output)` and install its output as `so` with its sha256 beside it — only when the compiler
+    exited 0 *and* wrote a shared library (a compiler that "succeeds" without output never leaves an entry)."""
+    fd, tmp = tempfile.mkstemp(dir=so.parent, prefix=so.name + ".", suffix=".tmp")
+    os.close(fd)
+    try:
+        try:
+            r = subprocess.run(command(tmp), capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise CompileError(f"{what}: the C++ compiler did not finish within {timeout:g} s {where}") from None
+        except OSError as e:
+            raise CompileError(f"{what}: cannot run the C++ compiler '{CXX}': {e}") from None
+        if r.returncode != 0:
+            raise CompileError(f"{what}: C++ compilation failed {where}:\n{r.stderr.strip()[-4000:]}")
+        out = cache.open_output(Path(tmp))
+        if out is None:
+            raise CompileError(f"{what}: the C++ compiler exited 0 but its output '{tmp}' is not a file of this user")
+        try:
+            if os.pread(out, 4, 0) != b"\x7fELF":
+                raise CompileError(f"{what}: the C++ compiler '{CXX}' exited 0 without writing a shared library "
+                                   f"{where}")
+            digest = cache.sha256_fd(out)
+        finally:
+            os.close(out)
+        cache.atomic_write(sha, (digest + "\n").encode())
+        os.replace(tmp, so)
+    finally:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
 
 
 __all__ = ["compile_source", "include_dir", "cache_dir", "cache_key",

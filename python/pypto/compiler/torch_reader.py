@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import subprocess
 import sys
 import sysconfig
 import threading
@@ -18,11 +17,19 @@ import warnings
 from pathlib import Path
 
 from .. import _core
-from .cache import cache_dir
-from .toolchain import CXX, compiler_identity, include_dir
+from . import cache
+from .toolchain import CXX, compiler_identity, include_dir, run_compiler
 
 _lock = threading.Lock()
 _state: dict = {}
+
+
+def _reset_after_fork():
+    global _lock
+    _lock = threading.Lock()     # a thread of the parent may have held it while installing
+
+
+os.register_at_fork(after_in_child=_reset_after_fork)
 
 
 def _source() -> Path:
@@ -44,7 +51,9 @@ def _probes(torch):
             torch.ones(1, 4).expand(3, 4)]
 
 
-def build(torch) -> Path:
+def build(torch) -> str:
+    """Build (or find in the cache) the reader for this torch and load it; returns the path the core loads.
+    Like a kernel library, it is verified against its sha256 and loaded from the descriptor that was hashed."""
     src = _source()
     tdir = Path(torch.__file__).resolve().parent
     flags = ["-O2", "-std=c++17", "-shared", "-fPIC", "-w", f"-I{tdir / 'include'}", f"-I{include_dir()}",
@@ -54,15 +63,19 @@ def build(torch) -> Path:
                  " ".join(flags).encode(), sys.version.encode()):
         h.update(part)
         h.update(b"\0")
-    out = cache_dir() / "torch_reader" / f"{h.hexdigest()[:32]}.so"
-    if not out.exists():
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp.so")
-        proc = subprocess.run([CXX, str(src), "-o", str(tmp), *flags], capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise RuntimeError(f"compiling the torch reader failed:\n{proc.stderr[-2000:]}")
-        os.replace(tmp, out)
-    return out
+    name = h.hexdigest()[:32]
+    d = cache.subdir("torch_reader")
+    so, sha = d / f"{name}.so", d / f"{name}.so.sha256"
+    loaded = cache.load_entry(so, sha)
+    if loaded is not None:
+        return loaded
+    with cache.FileLock(d / f"{name}.lock", 600, "the torch reader"):
+        if not cache.valid_library(so, sha):
+            run_compiler(lambda out: [CXX, str(src), "-o", out, *flags], so, sha, 600, "the torch reader")
+    loaded = cache.load_entry(so, sha)
+    if loaded is None:
+        raise RuntimeError(f"the torch reader '{so}' failed verification right after it was built")
+    return loaded
 
 
 def ensure_installed() -> str:
@@ -77,7 +90,7 @@ def ensure_installed() -> str:
             return _state["status"]
         torch = sys.modules["torch"]
         try:
-            why = _core.install_torch_reader(str(build(torch)), torch.Tensor, _probes(torch))
+            why = _core.install_torch_reader(build(torch), torch.Tensor, _probes(torch))
         except Exception as e:  # a missing compiler or headers must never break a kernel call
             why = f"{type(e).__name__}: {e}"
         if why:

@@ -34,6 +34,7 @@ from typing import Any, Iterable
 
 from .. import _core
 from .._version import __version__
+from ..codegen.names import file_component
 from ..compiler import toolchain
 from ..frontend.jit import JITKernel
 from ..vocab.annotations import DYNAMIC, DynamicDim, Tensor
@@ -213,8 +214,9 @@ def _kernel_entry(front, native, examples, libdir: Path, used_libs: set) -> dict
             raise ExportError(f"kernel '{name}': no specializations to export; pass examples "
                               f"(kernel.export(dir, (a, b, out), ...)) or call the kernel first")
     specs = []
-    for key, info, library in chosen:
+    for key, info, _loaded in chosen:
         request, result = info["request"], info["result"]
+        library = result.library  # the cache file (the core's own path names the copy it loaded)
         words = struct.unpack(f"<{len(key) // 8}Q", key)
         n_tensor_words = len(words) - n_const - (1 if has_guards else 0)
         constants = {}
@@ -223,7 +225,7 @@ def _kernel_entry(front, native, examples, libdir: Path, used_libs: set) -> dict
                 constants[p.name] = encode_value(request.constants[p.name],
                                                  f"kernel '{name}': parameter '{p.name}'")
         sha = _sha256(library)
-        fname = f"{name}-{sha[:16]}.so"
+        fname = f"{file_component(name)}-{sha[:16]}.so"  # a kernel name is data, never a path
         if fname not in used_libs:
             tmp = libdir / (fname + ".tmp")
             shutil.copyfile(library, tmp)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import dis
 import inspect
 import textwrap
 import types
@@ -87,7 +88,7 @@ def collect_guards(fn, tree: ast.AST | None = None, _seen: set | None = None) ->
     if tree is None:
         tree = function_ast(fn)
     if tree is None:
-        return []
+        return _code_guards(fn, seen)  # no source (exec, a REPL): read the names from the bytecode instead
     body = ast.Module(body=list(tree.body), type_ignores=[])  # the body only: skip decorators and annotations
     code = fn.__code__
     cells = dict(zip(code.co_freevars, fn.__closure__ or ()))
@@ -134,3 +135,49 @@ def _module_attribute_guards(fn, body: ast.AST, guards: list[GuardSpec], seen: s
         if _is_user_helper(value):
             out.extend(collect_guards(value, None, seen))
     return out
+
+
+def _code_reads(code) -> tuple[list[str], list[tuple[str, str]]]:
+    """Global names loaded by `code` and its nested code objects (comprehensions, lambdas, inner functions), and
+    the `G.attr` pairs read right after loading a global G."""
+    names: dict[str, None] = {}
+    attrs: dict[tuple[str, str], None] = {}
+    stack = [code]
+    while stack:
+        c = stack.pop()
+        last_global = None
+        for ins in dis.get_instructions(c):
+            if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
+                names.setdefault(ins.argval, None)
+                last_global = ins.argval
+                continue
+            if last_global is not None and ins.opname in ("LOAD_ATTR", "LOAD_METHOD"):
+                attrs.setdefault((last_global, ins.argval), None)
+            last_global = None
+        stack.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+    return list(names), list(attrs)
+
+
+def _code_guards(fn, seen: set) -> list[GuardSpec]:
+    """Guards of a function without source, from its bytecode: the globals it loads (LOAD_GLOBAL in it and its
+    nested code objects) and its closure cells, so that rebinding them re-specializes exactly as with source."""
+    code = fn.__code__
+    guards: list[GuardSpec] = []
+    for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
+        guards.append(GuardSpec(fn.__qualname__, name, cell, True))
+    names, attrs = _code_reads(code)
+    for name in names:
+        if name not in fn.__globals__ and hasattr(builtins, name):
+            continue  # a builtin: not guarded (as with source)
+        guards.append(GuardSpec(fn.__qualname__, name, fn.__globals__, False))
+    for g in list(guards):
+        if _is_user_helper(g.current()):
+            guards.extend(collect_guards(g.current(), None, seen))
+    for base, attr in attrs:
+        mod = fn.__globals__.get(base)
+        if isinstance(mod, types.ModuleType) and not (mod.__name__ == "pypto" or mod.__name__.startswith("pypto.")):
+            g = GuardSpec(f"{fn.__qualname__} ({mod.__name__}.{attr})", attr, vars(mod), False)
+            guards.append(g)
+            if _is_user_helper(g.current()):
+                guards.extend(collect_guards(g.current(), None, seen))
+    return guards

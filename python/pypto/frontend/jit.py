@@ -14,12 +14,14 @@ import os
 import threading
 import time
 import weakref
+from pathlib import Path
 from typing import Any
 
 from .. import _core
-from ..compiler import pipeline
+from ..codegen.names import check_text, file_component
+from ..compiler import cache, pipeline
 from ..compiler.torch_reader import ensure_installed
-from ..errors import KernelDefinitionError
+from ..errors import CompileError, KernelDefinitionError
 from ..vocab import options as _options
 from ..vocab.annotations import DYNAMIC, STATIC, DynamicDim
 from ..vocab.dtypes import DataType
@@ -43,6 +45,17 @@ class _InFlight:
         self.error: BaseException | None = None
 
 
+_KERNELS: "weakref.WeakSet[JITKernel]" = weakref.WeakSet()
+
+
+def _reset_after_fork():
+    for k in list(_KERNELS):
+        k._reset_inflight()
+
+
+os.register_at_fork(after_in_child=_reset_after_fork)
+
+
 class JITKernel:
     """The Python side of a kernel: what the native JitFunction needs on a miss, and introspection."""
 
@@ -55,11 +68,17 @@ class JITKernel:
         self.tree = function_ast(fn)
         self.guards = collect_guards(fn, self.tree)
         self.prepared = prepare(fn, self.name)  # the kernel body, parsed and rewritten once
-        self._lock = threading.Lock()
-        self._inflight: dict[bytes, _InFlight] = {}
+        self._reset_inflight()
+        _KERNELS.add(self)
         self._native_ref = None
         self.last_stage = None    # StageResult of the last build stopped by host_options.compile_stage
         self.last_verify = None   # StageReports of the last verify_options check
+
+    def _reset_inflight(self):
+        """No build in progress. Also run in a forked child: the threads that were building in the parent do not
+        exist there, so waiting on their events (or on a lock one of them held) would hang forever."""
+        self._lock = threading.Lock()
+        self._inflight: dict[bytes, _InFlight] = {}
 
     # -- the parameter table, in its one encoding ----------------------------------------------------------
     def param_table(self) -> dict:
@@ -111,6 +130,7 @@ class JITKernel:
             elif p.kind == SCALAR:
                 scalars.append(ScalarArg(p.name, p.kind_index, p.annotation.dtype))
             else:
+                _check_constant(self.name, p.name, a)
                 constants[p.name] = a
         return SpecializationRequest(self.name, self.params, tensors, scalars, constants, self.options.as_dict())
 
@@ -149,7 +169,17 @@ class JITKernel:
             self._dump(self.last_stage)
             return None  # stop after the requested stage: nothing is launched
         t0 = time.perf_counter()
-        result = pipeline.build(self.prepared, request)
+        try:
+            result = pipeline.build(self.prepared, request)
+        except OverflowError as e:   # ir/sym.py refuses to emit an int that would wrap
+            raise ValueError(f"kernel '{self.name}': {e}{_out_of_range(request.constants)}") from None
+        loaded = self._load(result)
+        if loaded is None:  # removed or corrupted since it was checked: build it again, once
+            result = pipeline.build(self.prepared, request)
+            loaded = self._load(result)
+        if loaded is None:
+            raise CompileError(f"kernel '{self.name}': the cached library '{result.library}' fails verification "
+                               f"right after it was built (is another process rewriting the cache?)")
         seconds = result.compile_seconds if result.compile_seconds else time.perf_counter() - t0
         self._dump(result)
         written = 0
@@ -157,7 +187,13 @@ class JITKernel:
             written |= 1 << i
         info = {"request": request, "result": result,
                 "guards": {(g.owner, g.name): g.current() for g in self.guards}}
-        return (result.library, written, float(seconds), info)
+        return (loaded, written, float(seconds), info)
+
+    @staticmethod
+    def _load(result):
+        """Verify the library and load it from the descriptor that was hashed (compiler/cache.py); the returned
+        path names the already-loaded library for the core's dlopen."""
+        return cache.load_entry(Path(result.library), Path(result.library + ".sha256"))
 
     def _dump(self, result) -> None:
         dbg = self.options.debug
@@ -167,7 +203,7 @@ class JITKernel:
         os.makedirs(ddir, exist_ok=True)
         lib = getattr(result, "library", None)
         tag = os.path.basename(lib).split('.')[0] if lib else getattr(result, "stage", "partial")
-        stem = os.path.join(ddir, f"{self.name}_{tag}")
+        stem = os.path.join(ddir, f"{file_component(self.name)}_{file_component(tag)}")  # never a path
         with open(stem + ".ir.txt", "w") as f:
             f.write(result.ir_text)
         if getattr(result, "source", None):
@@ -183,6 +219,46 @@ class JITKernel:
         return f"<pypto kernel frontend '{self.name}'>"
 
 
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+
+
+def _check_constant(kernel: str, param: str, value, where: str = "") -> None:
+    """Constants keep their value: a mutable array changed in place after specialization would leave a stale
+    specialization (the core keys it once), so it is refused on the miss, before anything is built or launched.
+    (An int outside the kernel's 64-bit integers may be used at trace time; only if it reaches generated code is it
+    an error: see `_out_of_range`.)"""
+    if isinstance(value, (tuple, list)):
+        for i, v in enumerate(value):
+            _check_constant(kernel, param, v, f"{where}[{i}]")
+        return
+    if getattr(value, "ndim", None) == 0 and hasattr(value, "__array_interface__") and \
+            getattr(getattr(value, "flags", None), "writeable", False):
+        raise TypeError(f"kernel '{kernel}': parameter '{param}'{where}: a writable 0-d array constant "
+                        f"({type(value).__name__}) could be changed in place after the kernel was specialized for "
+                        f"it; pass its value (.item()) or a numpy scalar instead")
+
+
+def _out_of_range(constants: dict) -> str:
+    """Which constant parameters hold ints outside int64 (the likely source of an overflow), for the message."""
+    def big(v):
+        if isinstance(v, (tuple, list)):
+            return any(big(x) for x in v)
+        return isinstance(v, int) and not isinstance(v, bool) and not _INT64[0] <= v <= _INT64[1]
+
+    names = [f"'{k}' = {v!r}" for k, v in constants.items() if big(v)]
+    return f" (from parameter {', '.join(names)}; expected -2**63 <= value < 2**63, or pass a float)" if names else ""
+
+
+def _check_names(fn, names: list) -> None:
+    """Every name that reaches the core or generated code must be text that can be encoded (codegen/names.py)."""
+    check_text("kernel name", fn.__name__)
+    check_text(f"kernel {ascii(fn.__name__)}: qualified name", getattr(fn, "__qualname__", fn.__name__))
+    for n in names:
+        check_text(f"kernel '{fn.__name__}': parameter name", n)
+    for n in getattr(fn, "__annotations__", {}) or {}:
+        check_text(f"kernel '{fn.__name__}': annotated name", n)
+
+
 def _make(fn, groups: dict[str, Any]):
     if not callable(fn) or not hasattr(fn, "__code__"):
         raise KernelDefinitionError(f"pypto.frontend.jit expects a Python function, got {fn!r}")
@@ -190,6 +266,7 @@ def _make(fn, groups: dict[str, Any]):
         raise KernelDefinitionError(f"kernel '{fn.__name__}': a kernel may not be a generator")
     # parameter names first, so that ready_on_host_tensors can be checked
     names = list(fn.__code__.co_varnames[: fn.__code__.co_argcount + fn.__code__.co_kwonlyargcount])
+    _check_names(fn, names)
     resolved = _options.validate_options(fn.__name__, names, **groups)
     front = JITKernel(fn, resolved)
     native = _core.JitFunction(front, fn, json.dumps(front.param_table()), [g.native() for g in front.guards],

@@ -474,6 +474,8 @@ def cpp_float_literal(v: float) -> str:
 
 def cpp_int_literal(v: int) -> str:
     v = int(v)
+    if not -(2 ** 63) <= v < 2 ** 63:  # would wrap silently in C++ (docs/security.md: constants keep their value)
+        raise OverflowError(f"integer constant {v} does not fit the kernel's 64-bit integers")
     if -(2 ** 31) < v < 2 ** 31:
         return str(v) if v >= 0 else f"({v})"
     if v == -(2 ** 63):

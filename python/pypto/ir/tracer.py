@@ -14,7 +14,11 @@ from .nodes import PARAM, Kernel
 
 
 def _cident(name: str) -> str:
-    return "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in name)
+    """An injective C++ identifier spelling of `name` (codegen/names.py's `mangle`): ASCII letters and digits
+    stay, `_` doubles, anything else is `_x<hex>_`. Distinct names never collide, and the `_d<axis>` suffix of a
+    dim variable can never be produced by a name (a mangled `_` is always followed by `_` or `x`)."""
+    return "".join(ch if (ch.isascii() and ch.isalnum()) else "__" if ch == "_" else f"_x{ord(ch):x}_"
+                   for ch in name)
 
 
 def trace(prepared, request: SpecializationRequest) -> Kernel:

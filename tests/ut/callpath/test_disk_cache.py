@@ -42,10 +42,10 @@ CHILD = textwrap.dedent('''
     out2 = torch.full((16,), -12345.0)
     disk_axpy(a, b, out2)
     ok = ok and bool(torch.equal(out, out2))
-    key, info, library, seconds = disk_axpy._specializations()[0]
-    result = info["result"]
+    key, info, loaded, seconds = disk_axpy._specializations()[0]
+    result = info["result"]   # result.library: the cache entry; `loaded`: the name it was loaded under
     print(json.dumps({"ok": ok, "compiles": len(compiles), "cached": bool(getattr(result, "cached", False)),
-                      "library": library, "build_compile_seconds": result.compile_seconds,
+                      "library": result.library, "build_compile_seconds": result.compile_seconds,
                       "cache_info": disk_axpy.cache_info()}))
 ''')
 
