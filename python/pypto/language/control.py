@@ -129,6 +129,51 @@ def max(*args):
     return _scalar_minmax(args, S.smax, "max")
 
 
+def _has_sym(args) -> bool:
+    if len(args) == 1 and isinstance(args[0], (list, tuple)):
+        args = args[0]
+    return builtins.any(isinstance(a, S.Sym) for a in args)
+
+
+def builtin_min(*args, **kwargs):
+    """What the name `min` means inside a kernel body (the reference maps it): pypto.min when a symbolic scalar
+    is among the arguments, Python's min otherwise (keys, defaults and iterators keep their meaning)."""
+    if kwargs or not _has_sym(args):
+        return builtins.min(*args, **kwargs)
+    return min(*args)
+
+
+def builtin_max(*args, **kwargs):
+    """`max` inside a kernel body: pypto.max on symbolic scalars, Python's max otherwise."""
+    if kwargs or not _has_sym(args):
+        return builtins.max(*args, **kwargs)
+    return max(*args)
+
+
+KERNEL_BUILTINS = {"min": builtin_min, "max": builtin_max}   # names the frontend rebinds in kernel bodies
+
+
+def ceildiv(a, b):
+    """`pypto.ceildiv(a, b)` = ceil(a / b) for ints or symbolic ints (b > 0): (a + b - 1) // b."""
+    if isinstance(a, bool) or isinstance(b, bool) or not (S.is_int_like(a) and S.is_int_like(b)):
+        raise TypeError(f"pypto.ceildiv expects ints or symbolic ints, got {a!r} and {b!r}")
+    if not isinstance(a, S.Sym) and not isinstance(b, S.Sym):
+        if b == 0:
+            raise ZeroDivisionError("pypto.ceildiv: division by zero")
+        return -(-a // b)
+    return (a + b - 1) // b
+
+
+def _sym_abs(x):
+    return S.smax(x, -x)
+
+
+def install_scalar_methods() -> None:
+    """Symbolic scalars get `abs()` (the IR's Sym has no __abs__; this layer adds it, as tensor_methods does for
+    tensors), so `abs(n - m)` in a kernel means max(n - m, m - n)."""
+    S.Sym.__abs__ = _sym_abs
+
+
 def set_vec_tile_shapes(*dims):
     """Tile sizes for the vector (elementwise / reduction) ops that follow in the same scope: their loop nests
     are blocked by these sizes (trailing dims of the operand get the trailing tile sizes). 1 to 4 positive
