@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import builtins
+import threading
 
+from ..ir.builder import active
 from ._helpers import S, check_int_like, current
 
 
@@ -190,6 +192,7 @@ def set_vec_tile_shapes(*dims):
         if d <= 0:
             raise b.error(op, f"tile sizes must be > 0, got {d}")
     b.vec_tile = tuple(dims)
+    _last_tiles.vec = b.vec_tile
 
 
 def set_cube_tile_shapes(m, k, n, enable_split_k=False):
@@ -212,6 +215,26 @@ def set_cube_tile_shapes(m, k, n, enable_split_k=False):
     if not isinstance(enable_split_k, bool):
         raise b.error(op, f"enable_split_k must be a bool, got {enable_split_k!r}")
     b.cube_tile = {"m": tuple(m), "k": tuple(k), "n": tuple(n), "split_k": enable_split_k}
+    _last_tiles.cube = b.cube_tile
+
+
+# The tiling most recently set by a trace in this thread: what get_*_tile_shapes() report outside a kernel (the
+# reference keeps it in a process-wide scope, so a test reads it back after the call).
+_last_tiles = threading.local()
+
+
+def get_vec_tile_shapes():
+    """The vector tile shapes in effect (inside a kernel) or last set by a traced kernel; [] if none."""
+    b = active()
+    tiles = b.vec_tile if b is not None else getattr(_last_tiles, "vec", None)
+    return list(tiles) if tiles else []
+
+
+def get_cube_tile_shapes():
+    """(m, k, n, enable_split_k) of the cube tiling in effect or last set, as in the reference; None if none."""
+    b = active()
+    t = b.cube_tile if b is not None else getattr(_last_tiles, "cube", None)
+    return None if t is None else (list(t["m"]), list(t["k"]), list(t["n"]), t["split_k"])
 
 
 __all__ = ["loop", "loop_unroll", "cond", "set_verify_golden_data", "is_loop_begin", "is_loop_end", "min", "max", "set_vec_tile_shapes",

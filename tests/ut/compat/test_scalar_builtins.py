@@ -62,3 +62,20 @@ def test_module_global_min_is_respected():
     a, out = torch.ones(4), torch.zeros(4)
     mod.k(a, out)
     assert torch.equal(out, a * 3)
+
+
+def test_get_tile_shapes_inside_and_after_a_kernel():
+    seen = {}
+
+    @pypto.frontend.jit
+    def k_tiles(a: pypto.Tensor([16, 16], pypto.DT_FP32), out: pypto.Tensor([16, 16], pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(8, 4)
+        pypto.set_cube_tile_shapes([16, 16], [16, 32], [16, 16])
+        seen["vec"], seen["cube"] = pypto.get_vec_tile_shapes(), pypto.get_cube_tile_shapes()
+        out[:] = a + 1.0
+    a, out = torch.randn(16, 16), torch.zeros(16, 16)
+    k_tiles(a, out)
+    assert torch.equal(out, a + 1.0)
+    assert seen["vec"] == [8, 4] and seen["cube"] == ([16, 16], [16, 32], [16, 16], False)
+    assert pypto.get_vec_tile_shapes() == [8, 4]          # read back after the call, as the reference's tests do
+    assert pypto.get_cube_tile_shapes() == ([16, 16], [16, 32], [16, 16], False)
