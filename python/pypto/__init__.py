@@ -21,13 +21,22 @@ if _os.environ.get("PYPTO_PROFILE", "0") not in ("", "0"):
 del _os
 
 from . import errors
-from .errors import (BackendUnavailableError, CompileError, KernelDefinitionError, KernelRuntimeError,
-                     KernelTraceError, OptionError, PyptoError)
+from . import error  # the reference's module name for the same exception classes
+from .errors import (BackendUnavailableError, CompileError, FeError, KernelDefinitionError, KernelRuntimeError,
+                     KernelTraceError, OptionError, ParserError, PyptoError, PyptoGeneralError,
+                     UnsupportedFeatureError)
 from .frontend import (DYN, DYNAMIC, STATIC, CompileStage, RunMode, Scalar, Tensor, TileOpFormat, dynamic,
                        options)
 from .frontend import jit
-from .vocab.dtypes import (DT_BF16, DT_BOOL, DT_FP16, DT_FP32, DT_FP64, DT_INT8, DT_INT16, DT_INT32,
-                              DT_INT64, DT_UINT8, DataType)
+from .vocab.options import CompStage
+from .vocab.option_api import (get_codegen_options, get_debug_options, get_host_options, get_options,
+                               get_pass_options, get_runtime_options, get_verify_options, reset_options,
+                               set_codegen_options, set_debug_options, set_host_options, set_options,
+                               set_pass_options, set_runtime_options, set_verify_options)
+from .vocab.dtypes import (DT_BF16, DT_BOOL, DT_BOTTOM, DT_DOUBLE, DT_FP4_E1M2, DT_FP4_E1M2X2, DT_FP4_E2M1,
+                           DT_FP4_E2M1X2, DT_FP8, DT_FP8E4M3, DT_FP8E5M2, DT_FP8E8M0, DT_FP16, DT_FP32, DT_FP64,
+                           DT_HF4, DT_HF8, DT_INT4, DT_INT8, DT_INT16, DT_INT32, DT_INT64, DT_UINT8, DT_UINT16,
+                           DT_UINT32, DT_UINT64, DataType)
 from . import frontend
 from . import export  # pypto.export([kernels], dir, examples=...): AOT bundles for the C++ runtime
 from . import torch_op  # kernel.as_torch_op(): the kernel as a torch.library custom op (torch.compile, export)

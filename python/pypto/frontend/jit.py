@@ -282,8 +282,10 @@ def _make(fn, groups: dict[str, Any]):
 
 
 def jit(fn=None, *, host_options=None, runtime_options=None, codegen_options=None, pass_options=None,
-        verify_options=None, debug_options=None):
-    """Compile `fn` into a pypto kernel. Use bare (`@jit`) or with keyword option dicts (`@jit(runtime_options=...)`)."""
+        verify_options=None, debug_options=None, new_ir=None, create_new_logical_tensor=None):
+    """Compile `fn` into a pypto kernel. Use bare (`@jit`) or with keyword option dicts (`@jit(runtime_options=...)`).
+    `new_ir` and `create_new_logical_tensor` (reference switches of its graph builder) are accepted and ignored:
+    this package has one IR, and every op result is a fresh tensor."""
     groups = dict(host_options=host_options, runtime_options=runtime_options, codegen_options=codegen_options,
                   pass_options=pass_options, verify_options=verify_options, debug_options=debug_options)
     if fn is None:

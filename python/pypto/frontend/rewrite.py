@@ -34,6 +34,7 @@ from ..errors import KernelDefinitionError, KernelTraceError
 from ..ir import sym as S
 from ..ir.builder import active
 from ..ir.nodes import PARAM, Value
+from ..language.control import KERNEL_BUILTINS
 
 _FACTORY = "__pypto_factory__"
 _RT = "__pypto_rt__"
@@ -47,6 +48,7 @@ class _Runtime:
     """The object rewritten code calls into (`__pypto_rt__`)."""
 
     __slots__ = ("kernel_name", "filename")
+    builtins = KERNEL_BUILTINS
 
     def __init__(self, kernel_name: str, filename: str):
         self.kernel_name = kernel_name
@@ -470,11 +472,14 @@ def prepare(fn: Callable, kernel_name: str | None = None) -> PreparedKernel:
         fdef.body = [ast.copy_location(ast.Pass(), fdef)]
 
     factory_args = [ast.arg(arg=v) for v in freevars] + [ast.arg(arg=_RT)]
+    # builtin min/max the body reads (not shadowed by a module global) mean pypto.min/max on symbolic scalars
+    rebind = [ast.parse(f"{n} = {_RT}.builtins[{n!r}]").body[0] for n in sorted(KERNEL_BUILTINS)
+              if n in gnames and n not in fn.__globals__]
     factory = ast.FunctionDef(
         name=_FACTORY,
         args=ast.arguments(posonlyargs=[], args=factory_args, vararg=None, kwonlyargs=[], kw_defaults=[],
                            kwarg=None, defaults=[]),
-        body=[fdef, ast.Return(value=ast.Name(id=fdef.name, ctx=ast.Load()))],
+        body=rebind + [fdef, ast.Return(value=ast.Name(id=fdef.name, ctx=ast.Load()))],
         decorator_list=[], returns=None, type_comment=None)
     if hasattr(ast.FunctionDef, "type_params") or "type_params" in getattr(ast.FunctionDef, "_fields", ()):
         factory.type_params = []

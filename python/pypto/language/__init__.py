@@ -9,8 +9,8 @@ Layer 3 of the package: may import errors, vocab and ir (it installs the tensor 
 `tensor_methods.py`); never codegen, compiler, verify, frontend, export or bench.
 """
 from . import control, elementwise, indexing, reduce, shape_ops, tensor_methods
-from .control import (cond, is_loop_begin, is_loop_end, loop, loop_unroll, max, min, set_cube_tile_shapes,
-                      set_vec_tile_shapes)
+from .control import (ceildiv, cond, get_cube_tile_shapes, get_vec_tile_shapes, is_loop_begin, is_loop_end, loop,
+                      loop_unroll, max, min, set_cube_tile_shapes, set_vec_tile_shapes)
 from .elementwise import (abs, add, cast, ceil, clamp, clip, clone, div, eq, exp, floor, floor_divide, ge, gt,
                           le, log, logical_not, lt, maximum, minimum, mul, ne, neg, pow, relu, remainder, round,
                           rsqrt, sigmoid, sqrt, sub, tanh, where)
@@ -21,8 +21,8 @@ from .shape_ops import (arange, one_hot, assemble, concat, expand_clone, full, p
 
 __all__ = [
     # control flow and tiling
-    "loop", "loop_unroll", "cond", "is_loop_begin", "is_loop_end", "min", "max", "set_vec_tile_shapes",
-    "set_cube_tile_shapes",
+    "loop", "loop_unroll", "cond", "is_loop_begin", "is_loop_end", "min", "max", "ceildiv", "set_vec_tile_shapes",
+    "set_cube_tile_shapes", "get_vec_tile_shapes", "get_cube_tile_shapes",
     # elementwise
     "add", "sub", "mul", "div", "floor_divide", "remainder", "pow", "maximum", "minimum", "exp", "log", "sqrt",
     "rsqrt", "tanh", "sigmoid", "relu", "abs", "neg", "round", "floor", "ceil", "logical_not", "clip", "clamp",
@@ -37,3 +37,4 @@ __all__ = [
 ]
 
 tensor_methods.install()  # kernel tensors get their operators and methods
+control.install_scalar_methods()  # symbolic scalars get abs()

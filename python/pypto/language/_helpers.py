@@ -33,12 +33,15 @@ def check_operand(x, op: str, what: str = "operand"):
 
 
 def check_dtype(dt, op: str) -> DataType:
-    if isinstance(dt, DataType):
-        return dt
-    try:
-        return from_any(dt)
-    except Exception:
-        raise current(op).error(op, f"dtype must be a pypto dtype such as pypto.DT_FP32, got {dt!r}") from None
+    if not isinstance(dt, DataType):
+        try:
+            dt = from_any(dt)
+        except Exception:
+            raise current(op).error(op, f"dtype must be a pypto dtype such as pypto.DT_FP32, got {dt!r}") from None
+    if not dt.native:
+        raise current(op).error(op, f"dtype {dt!r} is not supported yet inside kernels (supported: "
+                                    f"{', '.join(d.short for d in DataType if d.native)})")
+    return dt
 
 
 def check_int_like(x, op: str, what: str):

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import builtins
+import threading
 
+from ..ir.builder import active
 from ._helpers import S, check_int_like, current
 
 
@@ -129,6 +131,51 @@ def max(*args):
     return _scalar_minmax(args, S.smax, "max")
 
 
+def _has_sym(args) -> bool:
+    if len(args) == 1 and isinstance(args[0], (list, tuple)):
+        args = args[0]
+    return builtins.any(isinstance(a, S.Sym) for a in args)
+
+
+def builtin_min(*args, **kwargs):
+    """What the name `min` means inside a kernel body (the reference maps it): pypto.min when a symbolic scalar
+    is among the arguments, Python's min otherwise (keys, defaults and iterators keep their meaning)."""
+    if kwargs or not _has_sym(args):
+        return builtins.min(*args, **kwargs)
+    return min(*args)
+
+
+def builtin_max(*args, **kwargs):
+    """`max` inside a kernel body: pypto.max on symbolic scalars, Python's max otherwise."""
+    if kwargs or not _has_sym(args):
+        return builtins.max(*args, **kwargs)
+    return max(*args)
+
+
+KERNEL_BUILTINS = {"min": builtin_min, "max": builtin_max}   # names the frontend rebinds in kernel bodies
+
+
+def ceildiv(a, b):
+    """`pypto.ceildiv(a, b)` = ceil(a / b) for ints or symbolic ints (b > 0): (a + b - 1) // b."""
+    if isinstance(a, bool) or isinstance(b, bool) or not (S.is_int_like(a) and S.is_int_like(b)):
+        raise TypeError(f"pypto.ceildiv expects ints or symbolic ints, got {a!r} and {b!r}")
+    if not isinstance(a, S.Sym) and not isinstance(b, S.Sym):
+        if b == 0:
+            raise ZeroDivisionError("pypto.ceildiv: division by zero")
+        return -(-a // b)
+    return (a + b - 1) // b
+
+
+def _sym_abs(x):
+    return S.smax(x, -x)
+
+
+def install_scalar_methods() -> None:
+    """Symbolic scalars get `abs()` (the IR's Sym has no __abs__; this layer adds it, as tensor_methods does for
+    tensors), so `abs(n - m)` in a kernel means max(n - m, m - n)."""
+    S.Sym.__abs__ = _sym_abs
+
+
 def set_vec_tile_shapes(*dims):
     """Tile sizes for the vector (elementwise / reduction) ops that follow in the same scope: their loop nests
     are blocked by these sizes (trailing dims of the operand get the trailing tile sizes). 1 to 4 positive
@@ -145,6 +192,7 @@ def set_vec_tile_shapes(*dims):
         if d <= 0:
             raise b.error(op, f"tile sizes must be > 0, got {d}")
     b.vec_tile = tuple(dims)
+    _last_tiles.vec = b.vec_tile
 
 
 def set_cube_tile_shapes(m, k, n, enable_split_k=False):
@@ -167,6 +215,26 @@ def set_cube_tile_shapes(m, k, n, enable_split_k=False):
     if not isinstance(enable_split_k, bool):
         raise b.error(op, f"enable_split_k must be a bool, got {enable_split_k!r}")
     b.cube_tile = {"m": tuple(m), "k": tuple(k), "n": tuple(n), "split_k": enable_split_k}
+    _last_tiles.cube = b.cube_tile
+
+
+# The tiling most recently set by a trace in this thread: what get_*_tile_shapes() report outside a kernel (the
+# reference keeps it in a process-wide scope, so a test reads it back after the call).
+_last_tiles = threading.local()
+
+
+def get_vec_tile_shapes():
+    """The vector tile shapes in effect (inside a kernel) or last set by a traced kernel; [] if none."""
+    b = active()
+    tiles = b.vec_tile if b is not None else getattr(_last_tiles, "vec", None)
+    return list(tiles) if tiles else []
+
+
+def get_cube_tile_shapes():
+    """(m, k, n, enable_split_k) of the cube tiling in effect or last set, as in the reference; None if none."""
+    b = active()
+    t = b.cube_tile if b is not None else getattr(_last_tiles, "cube", None)
+    return None if t is None else (list(t["m"]), list(t["k"]), list(t["n"]), t["split_k"])
 
 
 __all__ = ["loop", "loop_unroll", "cond", "set_verify_golden_data", "is_loop_begin", "is_loop_end", "min", "max", "set_vec_tile_shapes",

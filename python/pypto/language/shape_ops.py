@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import builtins
 
+from ..ir.builder import active
 from ..ir.infer import norm_dim
+from ..vocab.annotations import Tensor, TileOpFormat
 from ..ir.nodes import LOCAL, row_major, same_dim
 from ._helpers import (DT, S, Value, check_dtype, check_int_like, check_int_list, check_operand, check_tensor,
                        current, elementwise, fmt_shape)
@@ -392,9 +394,35 @@ def full(shape, value, dtype):
     return _local(shape, dtype, value, "full")
 
 
-def tensor(shape, dtype):
-    """A local (zero-initialised) tensor of `shape`; write it with slice writes / assemble."""
-    return _local(shape, dtype, 0, "tensor")
+class _TensorFactory:
+    """`pypto.tensor`: two things under one name, as in the reference.
+
+    Inside a kernel, `pypto.tensor(shape, dtype, name=None)` makes a local (zero-initialised) tensor; write it with
+    slice writes / assemble. Outside a trace (in a signature), `pypto.tensor`, `pypto.tensor(...)` and
+    `pypto.tensor[...]` are the annotation `pypto.Tensor` with the same arguments. The parameter table recognises
+    the bare name through `__pypto_annotation__` (vocab cannot import this layer).
+    """
+
+    __pypto_annotation__ = Tensor
+
+    def __call__(self, shape=None, dtype=None, name=None, format=TileOpFormat.TILEOP_ND):
+        if active() is None:
+            return Tensor(shape, dtype, name, format)
+        op = "tensor"
+        if shape is None or dtype is None:
+            raise current(op).error(op, "a local tensor needs a shape and a dtype: pypto.tensor(shape, dtype)")
+        if name is not None and not isinstance(name, str):
+            raise current(op).error(op, f"name must be a str, got {name!r}")
+        return _local(shape, dtype, 0, op)
+
+    def __getitem__(self, item):
+        return Tensor[item]
+
+    def __repr__(self) -> str:
+        return "pypto.tensor"
+
+
+tensor = _TensorFactory()
 
 
 def zeros(shape, dtype):

@@ -79,6 +79,8 @@ class _TensorMeta(type):
         # a trailing dict supplies keyword arguments, e.g. pypto.Tensor[[4], pypto.DT_FP32, {"format": NZ}].
         if item == ():
             raise TypeError("pypto.Tensor[] needs at least a shape: pypto.Tensor[[shape], dtype]")
+        if item is Ellipsis:                    # pypto.Tensor[...]: any shape, any dtype
+            return cls()
         if not isinstance(item, tuple):
             item = (item,)
         kwargs = {}
@@ -91,7 +93,10 @@ class _TensorMeta(type):
 class Tensor(metaclass=_TensorMeta):
     """Tensor parameter annotation.
 
-    `pypto.Tensor` bare: any rank and shape, dtype taken from the argument (all dims STATIC).
+    `pypto.Tensor` bare, `pypto.Tensor()`, `pypto.Tensor(dtype=dt)`, an empty shape (`pypto.Tensor([], dt)`,
+    `pypto.Tensor[[], dt]`) and a shape of `[...]` (`pypto.Tensor[...]`): any rank and shape (rank and sizes
+    keyed, all dims STATIC), the dtype checked when given -- the reference reads an empty shape this way, so a
+    0-d parameter is written `pypto.Tensor(...)` too.
     `pypto.Tensor(shape, dtype, name=None, format=TileOpFormat.TILEOP_ND)`: shape entries are ints (fixed),
     pypto.STATIC, pypto.DYNAMIC / pypto.DYN, pypto.frontend.dynamic("N"); a trailing `...` means the
     remaining dims (any number) are STATIC.
@@ -101,6 +106,10 @@ class Tensor(metaclass=_TensorMeta):
 
     def __init__(self, shape: Sequence | None = None, dtype: DataType | None = None, name: str | None = None,
                  format: TileOpFormat = TileOpFormat.TILEOP_ND):
+        if isinstance(shape, DataType) and dtype is None:
+            shape, dtype = None, shape          # pypto.Tensor(pypto.DT_FP32): a dtype alone, any shape
+        if shape is Ellipsis or (isinstance(shape, (list, tuple)) and len(shape) == 0):
+            shape = None                        # `[]` / `...`: any shape, as in the reference
         if shape is not None:
             if isinstance(shape, (int, _DimMarker, DynamicDim)):
                 shape = [shape]
@@ -129,7 +138,7 @@ class Tensor(metaclass=_TensorMeta):
 
     def __repr__(self) -> str:
         if self.shape is None:
-            return "pypto.Tensor()"
+            return "pypto.Tensor()" if self.dtype is None else f"pypto.Tensor(dtype={self.dtype!r})"
         dims = list(self.shape) + ([...] if self.ellipsis else [])
         return f"pypto.Tensor({dims!r}, {self.dtype!r}, format={self.format!r})"
 

@@ -1,6 +1,8 @@
 """pypto data types and their mapping to torch / numpy / DLPack.
 
-The integer codes equal `PyptoDType` in include/pypto/kernel_abi.h; keep both in step.
+The integer codes 0-9 equal `PyptoDType` in include/pypto/kernel_abi.h; keep both in step. Codes from 10 on are
+the reference's other dtypes: they can be named (annotations, casts, dtype maps) but the native core does not bind
+them yet (`DataType.native` is False), so a kernel taking or computing one raises an error naming the dtype.
 """
 from __future__ import annotations
 
@@ -18,6 +20,27 @@ class DataType(enum.IntEnum):
     DT_BF16 = 7
     DT_FP32 = 8
     DT_FP64 = 9
+    # Known by name only (not in the kernel ABI yet): see `native`.
+    DT_UINT16 = 10
+    DT_UINT32 = 11
+    DT_UINT64 = 12
+    DT_INT4 = 13
+    DT_FP8 = 14
+    DT_FP8E4M3 = 15
+    DT_FP8E5M2 = 16
+    DT_FP8E8M0 = 17
+    DT_FP4_E2M1 = 18
+    DT_FP4_E2M1X2 = 19      # two FP4 E2M1 values packed in one byte (torch.float4_e2m1fn_x2)
+    DT_FP4_E1M2 = 20
+    DT_FP4_E1M2X2 = 21
+    DT_HF4 = 22
+    DT_HF8 = 23
+    DT_BOTTOM = 24          # the reference's "no dtype" marker
+
+    @property
+    def native(self) -> bool:
+        """Whether the kernel ABI and the native binder carry this dtype (tensors of it can be passed)."""
+        return self.value < _NATIVE_COUNT
 
     @property
     def itemsize(self) -> int:
@@ -25,11 +48,11 @@ class DataType(enum.IntEnum):
 
     @property
     def is_float(self) -> bool:
-        return self in (DataType.DT_FP16, DataType.DT_BF16, DataType.DT_FP32, DataType.DT_FP64)
+        return self in _FLOATS
 
     @property
     def is_int(self) -> bool:
-        return not self.is_float and self is not DataType.DT_BOOL
+        return not self.is_float and self not in (DataType.DT_BOOL, DataType.DT_BOTTOM)
 
     @property
     def short(self) -> str:
@@ -42,16 +65,33 @@ class DataType(enum.IntEnum):
     __str__ = __repr__
 
 
+_NATIVE_COUNT = 10
+_FLOATS = frozenset((DataType.DT_FP16, DataType.DT_BF16, DataType.DT_FP32, DataType.DT_FP64, DataType.DT_FP8,
+                     DataType.DT_FP8E4M3, DataType.DT_FP8E5M2, DataType.DT_FP8E8M0, DataType.DT_FP4_E2M1,
+                     DataType.DT_FP4_E2M1X2, DataType.DT_FP4_E1M2, DataType.DT_FP4_E1M2X2, DataType.DT_HF4,
+                     DataType.DT_HF8))
+# Bytes per element; the x2 FP4 types hold two values in one byte (as torch.float4_e2m1fn_x2 does); the unpacked
+# 4-bit types are stored one per byte.
 _ITEMSIZE = {
     DataType.DT_BOOL: 1, DataType.DT_INT8: 1, DataType.DT_INT16: 2, DataType.DT_INT32: 4,
     DataType.DT_INT64: 8, DataType.DT_UINT8: 1, DataType.DT_FP16: 2, DataType.DT_BF16: 2,
-    DataType.DT_FP32: 4, DataType.DT_FP64: 8,
+    DataType.DT_FP32: 4, DataType.DT_FP64: 8, DataType.DT_UINT16: 2, DataType.DT_UINT32: 4,
+    DataType.DT_UINT64: 8, DataType.DT_INT4: 1, DataType.DT_FP8: 1, DataType.DT_FP8E4M3: 1,
+    DataType.DT_FP8E5M2: 1, DataType.DT_FP8E8M0: 1, DataType.DT_FP4_E2M1: 1, DataType.DT_FP4_E2M1X2: 1,
+    DataType.DT_FP4_E1M2: 1, DataType.DT_FP4_E1M2X2: 1, DataType.DT_HF4: 1, DataType.DT_HF8: 1,
+    DataType.DT_BOTTOM: 0,
 }
+# The short names are torch's where torch has the type (so from_torch/to_torch map both ways by name).
 _SHORT = {
     DataType.DT_BOOL: "bool", DataType.DT_INT8: "int8", DataType.DT_INT16: "int16",
     DataType.DT_INT32: "int32", DataType.DT_INT64: "int64", DataType.DT_UINT8: "uint8",
     DataType.DT_FP16: "float16", DataType.DT_BF16: "bfloat16", DataType.DT_FP32: "float32",
-    DataType.DT_FP64: "float64",
+    DataType.DT_FP64: "float64", DataType.DT_UINT16: "uint16", DataType.DT_UINT32: "uint32",
+    DataType.DT_UINT64: "uint64", DataType.DT_INT4: "int4", DataType.DT_FP8: "fp8",
+    DataType.DT_FP8E4M3: "float8_e4m3fn", DataType.DT_FP8E5M2: "float8_e5m2", DataType.DT_FP8E8M0: "float8_e8m0fnu",
+    DataType.DT_FP4_E2M1: "fp4_e2m1", DataType.DT_FP4_E2M1X2: "float4_e2m1fn_x2", DataType.DT_FP4_E1M2: "fp4_e1m2",
+    DataType.DT_FP4_E1M2X2: "fp4_e1m2_x2", DataType.DT_HF4: "hifloat4", DataType.DT_HF8: "hifloat8",
+    DataType.DT_BOTTOM: "bottom",
 }
 
 DT_BOOL = DataType.DT_BOOL
@@ -64,6 +104,23 @@ DT_FP16 = DataType.DT_FP16
 DT_BF16 = DataType.DT_BF16
 DT_FP32 = DataType.DT_FP32
 DT_FP64 = DataType.DT_FP64
+DT_DOUBLE = DataType.DT_FP64        # the reference's second name for float64
+DT_UINT16 = DataType.DT_UINT16
+DT_UINT32 = DataType.DT_UINT32
+DT_UINT64 = DataType.DT_UINT64
+DT_INT4 = DataType.DT_INT4
+DT_FP8 = DataType.DT_FP8
+DT_FP8E4M3 = DataType.DT_FP8E4M3
+DT_FP8E5M2 = DataType.DT_FP8E5M2
+DT_FP8E8M0 = DataType.DT_FP8E8M0
+DT_FP4_E2M1 = DataType.DT_FP4_E2M1
+DT_FP4_E2M1X2 = DataType.DT_FP4_E2M1X2
+DT_FP4_E1M2 = DataType.DT_FP4_E1M2
+DT_FP4_E1M2X2 = DataType.DT_FP4_E1M2X2
+DT_HF4 = DataType.DT_HF4
+DT_HF8 = DataType.DT_HF8
+DT_BOTTOM = DataType.DT_BOTTOM
+ALL_DTYPE_NAMES = tuple(m.name for m in DataType) + ("DT_DOUBLE",)
 
 _BY_SHORT = {v: k for k, v in _SHORT.items()}
 
@@ -78,9 +135,13 @@ def from_torch(torch_dtype) -> DataType:
 
 
 def to_torch(dt: DataType):
+    """DT_FP32 -> torch.float32; TypeError when the installed torch has no such dtype."""
     import torch
 
-    return getattr(torch, _SHORT[DataType(dt)])
+    t = getattr(torch, _SHORT[DataType(dt)], None)
+    if not isinstance(t, torch.dtype):
+        raise TypeError(f"{DataType(dt)!r} has no torch dtype in torch {torch.__version__}")
+    return t
 
 
 def from_numpy(np_dtype) -> DataType:

@@ -502,6 +502,8 @@ def _rebuild(plain: Mapping[str, Mapping[str, Any]], auto: tuple) -> ResolvedOpt
 _EMPTY_SCOPE: Mapping[str, Mapping[str, Any]] = types.MappingProxyType(
     {g: types.MappingProxyType({}) for g in GROUP_NAMES})
 _tls = threading.local()
+# Process-wide values set by pypto.set_<group>_options (vocab/option_api.py): below scopes and decorators.
+_GLOBAL: dict[str, dict[str, Any]] = {g: {} for g in GROUP_NAMES}
 
 
 def _stack() -> list:
@@ -618,6 +620,7 @@ def validate_options(kernel_name: str, param_names: Iterable[str], *, scope: Any
                 inherited["ready_on_host_tensors"] = tuple(
                     n for n in inherited["ready_on_host_tensors"] if n in params)
         values = {k: spec.default_value() for k, spec in SCHEMAS[g].items()}
+        values.update(_GLOBAL[g])           # precedence: decorator > scope > global > default
         values.update(inherited)
         values.update(own)
         auto += [f"{_SHORT[g]}.{k}" for k, v in values.items() if isinstance(v, _AutoInt)]

@@ -63,10 +63,14 @@ def build_params(kernel_name: str, fn) -> list[Param]:
         ann = p.annotation
         if isinstance(ann, str):
             ann = _resolve_string_annotation(kernel_name, fn, p.name, ann)
-        if ann is Tensor:
-            ann = Tensor()
+        if ann is Tensor or getattr(type(ann), "__pypto_annotation__", None) is Tensor:
+            ann = Tensor()          # bare `pypto.Tensor`, or `pypto.tensor` (language/shape_ops.py)
         if isinstance(ann, Tensor):
             kind = TENSOR
+            if ann.dtype is not None and not ann.dtype.native:
+                raise KernelDefinitionError(
+                    f"kernel '{kernel_name}': parameter '{p.name}': tensor dtype {ann.dtype!r} is not supported yet "
+                    f"by the native core (kernel arguments may be {', '.join(d.short for d in DataType if d.native)})")
             if seen_non_tensor is not None:
                 raise KernelDefinitionError(
                     f"kernel '{kernel_name}': tensor parameter '{p.name}' comes after non-tensor parameter "
