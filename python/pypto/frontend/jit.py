@@ -18,10 +18,12 @@ from typing import Any
 from .. import _core
 from ..compiler import pipeline
 from ..compiler.torch_reader import ensure_installed
+from .. import logger as _log
 from ..errors import KernelDefinitionError
 from ..vocab import options as _options
 from ..vocab.annotations import DYNAMIC, STATIC, DynamicDim
 from ..vocab.dtypes import DataType
+from .buildlog import log_build
 from .explain import explain as explain_call
 from .guards import collect_guards, function_ast
 from .rewrite import prepare
@@ -140,7 +142,9 @@ class JITKernel:
                 self._inflight.pop(key, None)
 
     def _build(self, args: tuple, meta: tuple):
+        t_reader = time.perf_counter()
         ensure_installed()  # once per process: the fast torch.Tensor reader for the calls that follow
+        t_reader = time.perf_counter() - t_reader
 
         request = self.specialization_request(args, meta)
         stage = self.options.host["compile_stage"]
@@ -152,6 +156,8 @@ class JITKernel:
         result = pipeline.build(self.prepared, request)
         seconds = result.compile_seconds if result.compile_seconds else time.perf_counter() - t0
         self._dump(result)
+        if _log.enabled():  # PYPTO_LOG=info|debug: why this compiled, the time split, the disk cache
+            log_build(self, self._native_ref and self._native_ref(), args, meta, result, t_reader)
         written = 0
         for i in result.written:
             written |= 1 << i
