@@ -13,7 +13,7 @@ import os
 import threading
 import time
 import weakref
-from typing import Any
+from typing import Any, Callable, Optional, overload
 
 from .. import _core
 from ..compiler import pipeline
@@ -210,9 +210,24 @@ def _make(fn, groups: dict[str, Any]):
     return native
 
 
+_Options = Optional[dict[str, Any]]  # one option group (host_options, runtime_options, ...)
+
+
+@overload
+def jit(fn: Callable[..., Any], *, host_options: _Options = None, runtime_options: _Options = None,
+        codegen_options: _Options = None, pass_options: _Options = None, verify_options: _Options = None,
+        debug_options: _Options = None) -> _core.JitFunction: ...
+@overload
+def jit(fn: None = None, *, host_options: _Options = None, runtime_options: _Options = None,
+        codegen_options: _Options = None, pass_options: _Options = None, verify_options: _Options = None,
+        debug_options: _Options = None) -> Callable[[Callable[..., Any]], _core.JitFunction]: ...
+
+
 def jit(fn=None, *, host_options=None, runtime_options=None, codegen_options=None, pass_options=None,
         verify_options=None, debug_options=None):
-    """Compile `fn` into a pypto kernel. Use bare (`@jit`) or with keyword option dicts (`@jit(runtime_options=...)`)."""
+    """Compile `fn` into a pypto kernel. Use bare (`@jit`) or with keyword option dicts (`@jit(runtime_options=...)`).
+    The result is typed as the native kernel (`pypto._core.JitFunction`); with verify_options on it is a
+    VerifiedKernel, which forwards the same methods."""
     groups = dict(host_options=host_options, runtime_options=runtime_options, codegen_options=codegen_options,
                   pass_options=pass_options, verify_options=verify_options, debug_options=debug_options)
     if fn is None:
