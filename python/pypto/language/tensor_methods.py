@@ -8,7 +8,8 @@ array_methods installs its array methods.
 from __future__ import annotations
 
 from ..errors import KernelTraceError
-from ..ir.builder import current
+from ..ir import sym as S
+from ..ir.builder import active, current
 from ..ir.nodes import Value
 from ..vocab.dtypes import DataType
 from . import elementwise as ew
@@ -296,8 +297,27 @@ def foreign_call(lib: str, func, args, kwargs):
                                       f"kernel is traced); {hint}")
 
 
+def _located(plain):
+    """Wrap a symbolic scalar's misuse hook (ir/sym.py, which cannot see the builder) so that inside a trace its
+    error also names the kernel and the user's line."""
+    def hook(self):
+        try:
+            return plain(self)
+        except KernelTraceError as e:
+            b = active()
+            if b is None:
+                raise
+            raise b.error("scalar", str(e)) from None
+    hook.__name__ = plain.__name__
+    return hook
+
+
 def install() -> None:
     """Copy every operator and method of TensorMethods onto the IR's Value (once, when the language is imported)."""
     for name, attr in vars(TensorMethods).items():
         if name not in ("__module__", "__qualname__", "__doc__", "__dict__", "__weakref__"):
             setattr(Value, name, attr)
+    if not getattr(S.Sym, "_located", False):
+        for name in ("__bool__", "__index__", "__int__", "__float__"):
+            setattr(S.Sym, name, _located(getattr(S.Sym, name)))
+        S.Sym._located = True

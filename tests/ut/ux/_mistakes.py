@@ -128,6 +128,20 @@ def range_of_tensor(x: T8, out: T8):
 
 
 @jit
+def range_of_dynamic(x: TD, out: TD):
+    for i in range(x.shape[0]):  # MISTAKE range_of_dynamic
+        out[i:i + 1, :] = x[i:i + 1, :]
+
+
+@jit
+def while_on_symbolic(x: TD, out: TD):
+    n = x.shape[0]
+    while n > 4:  # MISTAKE while_on_symbolic
+        n = n - 4
+    out[:] = x
+
+
+@jit
 def float_of_tensor(x: T8, out: T8):
     out[:] = x * float(x)  # MISTAKE float_of_tensor
 

@@ -49,6 +49,8 @@ TRACE = {
     "iterate_tensor": ["cannot be iterated", "pypto.loop(x.shape[0])"],
     "len_dynamic": ["len() of a tensor whose first dim is symbolic", "use x.shape[0]"],
     "range_of_tensor": ["cannot be used as a Python int", "pypto.loop(n)"],
+    "range_of_dynamic": ["x.shape[0]", "concrete int", "use pypto.loop(...)"],
+    "while_on_symbolic": ["only known when the kernel runs", "pypto.cond"],
     "float_of_tensor": ["float()", "use the pypto ops"],
     "rebind_output": ["writes nothing", "use out[:] = ... or out.move(...)"],
     "return_value": ["returns nothing", "out[:] = ...", "pypto.assemble"],
