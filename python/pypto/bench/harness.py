@@ -157,7 +157,7 @@ def main(argv=None) -> None:
         try:
             import matplotlib  # noqa: F401
         except ImportError:
-            raise SystemExit("pypto.bench: --plot needs matplotlib (pip install 'pypto[bench]')") from None
+            raise SystemExit("pypto.bench: --plot needs matplotlib (pip install matplotlib; from a checkout: pip install '.[bench]')") from None
     res = run(sets=tuple(args.sets or ALL_SETS), peer_names=args.peers or list(peers.PEERS),
               quick=args.quick, rounds=args.rounds, target_loop_s=args.loop_ms and args.loop_ms / 1e3,
               do_callgrind=args.callgrind, do_breakdown=args.breakdown, do_cold=args.cold, cg_n=tuple(args.cg_n),

@@ -78,7 +78,7 @@ def tables(res: dict) -> list[tuple[str, list[str], list[list[str]]]]:
     if cold is not None:
         e, w = cold["empty_cache"], cold["warm_disk_cache"]
         ms = [("import pypto (median of 3 processes)", cold["import_pypto_s"]),
-              ("empty cache: torch reader build (once per torch install)", e["torch_reader_s"]),
+              ("empty cache: torch reader build (once per cache directory)", e["torch_reader_s"]),
               ("empty cache: first call (trace + codegen + compile + load + launch)", e["first_call_s"]),
               ("warm disk cache: torch reader load", w["torch_reader_s"]),
               ("warm disk cache: first call (load + launch)", w["first_call_s"]),

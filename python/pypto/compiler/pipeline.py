@@ -23,16 +23,22 @@ class BuildResult:
     compile_seconds: float  # 0.0 on a cache hit
     cached: bool
     key: str = ""
+    seconds: dict | None = None  # {stage: seconds}: trace, codegen, compile (or load) — for the build log
 
 
 def build(prepared, request) -> BuildResult:
     """Trace `prepared` for `request`, generate C++, compile it (or reuse the cached library)."""
+    t0 = time.perf_counter()
     kernel_ir = trace(prepared, request)
     ir_text = str(kernel_ir)
+    t1 = time.perf_counter()
     source = generate(kernel_ir)  # debug dumps: JITKernel._dump (one file pair per specialization)
+    t2 = time.perf_counter()
     lib, src_path, seconds, cached, key = compile_source(source, request.options, request.kernel_name)
+    split = {"trace": t1 - t0, "codegen": t2 - t1, "load" if cached else "g++": time.perf_counter() - t2}
     return BuildResult(library=lib, source_path=src_path, source=source, ir_text=ir_text,
-                       written=tuple(kernel_ir.written), compile_seconds=seconds, cached=cached, key=key)
+                       written=tuple(kernel_ir.written), compile_seconds=seconds, cached=cached, key=key,
+                       seconds=split)
 
 
 

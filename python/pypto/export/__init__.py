@@ -37,6 +37,7 @@ from .._version import __version__
 from ..codegen.names import file_component
 from ..compiler import toolchain
 from ..frontend.jit import JITKernel
+from ..logger import progress
 from ..vocab.annotations import DYNAMIC, DynamicDim, Tensor
 from ..vocab.dtypes import DataType
 from ..vocab.options import RunMode
@@ -196,7 +197,8 @@ def _kernel_entry(front, native, examples, libdir: Path, used_libs: set) -> dict
     current_guards = {(g.owner, g.name): g.current() for g in front.guards}
     wanted: list[bytes] = []
     if examples:
-        for i, ex in enumerate(examples):
+        examples = list(examples)
+        for i, ex in progress(enumerate(examples), len(examples), f"pypto.export: compiling '{name}'"):
             args, kwargs = _prepare_example(front, ex)
             native.compile(*args, **kwargs)
             hit, key, _meta = native._probe(*args, **kwargs)

@@ -1,31 +1,60 @@
 """`python -m pypto.export MODULE:KERNEL [...] --example [KERNEL=]EXPR [...] --out DIR`: write an AOT bundle.
 
+MODULE is a dotted module importable from the current directory (`examples.quickstart`) or a file
+(`examples/quickstart.py`).
+
 Each --example is a Python expression evaluated with `torch`, `np`/`numpy`, `pypto` and `T(*shape, dtype=...)`
 (a zero tensor; dtype a pypto dtype or name, default float32) in scope; it gives a tuple of positional
 arguments or an (args, kwargs) pair. With several kernels prefix it with the kernel name: `k1=(T(4, 4),) * 3`.
 A kernel without examples exports nothing unless `--examples-from MODULE:ATTR` names a dict
 {kernel name: [examples]} (or a list for a single kernel).
 
-    python -m pypto.export mykernels:scaled_add --out bundle \\
+    python -m pypto.export examples.quickstart:scaled_add --out bundle \\
         --example "((T(64, 96),) * 3, {'alpha': 2.0})" --example "(T(8, 8),) * 3"
 """
 from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
+import os
 import sys
+from pathlib import Path
 
 
 def _resolve(spec: str):
-    mod, sep, attr = spec.partition(":")
+    """MODULE:NAME (a dotted module importable from the current directory or sys.path) or FILE.py:NAME."""
+    mod, sep, attr = spec.rpartition(":")
     if not sep or not mod or not attr:
-        raise SystemExit(f"pypto.export: expected MODULE:NAME, got {spec!r}")
-    sys.path.insert(0, ".")
-    try:
-        obj = importlib.import_module(mod)
-    finally:
-        sys.path.pop(0)
+        raise SystemExit(f"pypto.export: expected MODULE:NAME or FILE.py:NAME, got {spec!r}")
+    if mod.endswith(".py"):
+        path = Path(mod)
+        if not path.is_file():
+            raise SystemExit(f"pypto.export: {spec!r}: no file {str(path)!r} (relative to {os.getcwd()})")
+        name = f"pypto_export_{path.stem}"
+        loader = importlib.util.spec_from_file_location(name, path)
+        obj = importlib.util.module_from_spec(loader)
+        sys.modules[name] = obj
+        loader.loader.exec_module(obj)
+    else:
+        sys.path.insert(0, os.getcwd())
+        try:
+            obj = importlib.import_module(mod)
+        except ModuleNotFoundError as e:
+            if e.name is None or not mod.startswith(e.name):
+                raise  # the module was found; something it imports is missing: the traceback says what
+            hint = f"; for a file write {mod.replace('.', '/')}.py:{attr}" if Path(mod.replace(".", "/") + ".py") \
+                .is_file() else ""
+            raise SystemExit(f"pypto.export: {spec!r}: cannot import module {mod!r} from {os.getcwd()} or "
+                             f"sys.path (no module named {e.name!r}); give a dotted path from the current "
+                             f"directory (e.g. examples.quickstart:scaled_add) or a file "
+                             f"(examples/quickstart.py:scaled_add){hint}") from None
+        finally:
+            sys.path.remove(os.getcwd())
     for part in attr.split("."):
+        if not hasattr(obj, part):
+            names = sorted(n for n in vars(obj) if not n.startswith("_"))[:20]
+            raise SystemExit(f"pypto.export: {spec!r}: {mod} has no attribute {part!r}; it has: {', '.join(names)}")
         obj = getattr(obj, part)
     return obj
 
@@ -59,8 +88,9 @@ def _namespace() -> dict:
 def main(argv=None) -> int:
     from . import ExportError, export
 
-    ap = argparse.ArgumentParser(prog="python -m pypto.export", description=__doc__.splitlines()[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    first, _, rest = __doc__.partition("\n")
+    ap = argparse.ArgumentParser(prog="python -m pypto.export", description=first,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=rest.strip("\n"))
     ap.add_argument("kernels", nargs="+", metavar="MODULE:KERNEL")
     ap.add_argument("--out", required=True, help="bundle directory (created)")
     ap.add_argument("--example", action="append", default=[], metavar="[KERNEL=]EXPR")

@@ -15,16 +15,18 @@ import threading
 import time
 import weakref
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Optional, overload
 
 from .. import _core
 from ..codegen.names import check_text, file_component
 from ..compiler import cache, pipeline
 from ..compiler.torch_reader import ensure_installed
+from .. import logger as _log
 from ..errors import CompileError, KernelDefinitionError
 from ..vocab import options as _options
 from ..vocab.annotations import DYNAMIC, STATIC, DynamicDim
 from ..vocab.dtypes import DataType
+from .buildlog import log_build
 from .explain import explain as explain_call
 from .guards import collect_guards, function_ast
 from .rewrite import prepare
@@ -160,7 +162,9 @@ class JITKernel:
                 self._inflight.pop(key, None)
 
     def _build(self, args: tuple, meta: tuple):
+        t_reader = time.perf_counter()
         ensure_installed()  # once per process: the fast torch.Tensor reader for the calls that follow
+        t_reader = time.perf_counter() - t_reader
 
         request = self.specialization_request(args, meta)
         stage = self.options.host["compile_stage"]
@@ -182,6 +186,8 @@ class JITKernel:
                                f"right after it was built (is another process rewriting the cache?)")
         seconds = result.compile_seconds if result.compile_seconds else time.perf_counter() - t0
         self._dump(result)
+        if _log.enabled():  # PYPTO_LOG=info|debug: why this compiled, the time split, the disk cache
+            log_build(self, self._native_ref and self._native_ref(), args, meta, result, t_reader)
         written = 0
         for i in result.written:
             written |= 1 << i
@@ -281,11 +287,27 @@ def _make(fn, groups: dict[str, Any]):
     return native
 
 
+_Options = Optional[dict[str, Any]]  # one option group (host_options, runtime_options, ...)
+
+
+@overload
+def jit(fn: Callable[..., Any], *, host_options: _Options = None, runtime_options: _Options = None,
+        codegen_options: _Options = None, pass_options: _Options = None, verify_options: _Options = None,
+        debug_options: _Options = None, new_ir: Any = None,
+        create_new_logical_tensor: Any = None) -> _core.JitFunction: ...
+@overload
+def jit(fn: None = None, *, host_options: _Options = None, runtime_options: _Options = None,
+        codegen_options: _Options = None, pass_options: _Options = None, verify_options: _Options = None,
+        debug_options: _Options = None, new_ir: Any = None,
+        create_new_logical_tensor: Any = None) -> Callable[[Callable[..., Any]], _core.JitFunction]: ...
+
+
 def jit(fn=None, *, host_options=None, runtime_options=None, codegen_options=None, pass_options=None,
         verify_options=None, debug_options=None, new_ir=None, create_new_logical_tensor=None):
     """Compile `fn` into a pypto kernel. Use bare (`@jit`) or with keyword option dicts (`@jit(runtime_options=...)`).
-    `new_ir` and `create_new_logical_tensor` (reference switches of its graph builder) are accepted and ignored:
-    this package has one IR, and every op result is a fresh tensor."""
+    The result is typed as the native kernel (`pypto._core.JitFunction`); with verify_options on it is a
+    VerifiedKernel, which forwards the same methods. `new_ir` and `create_new_logical_tensor` (reference switches of
+    its graph builder) are accepted and ignored: this package has one IR, and every op result is a fresh tensor."""
     groups = dict(host_options=host_options, runtime_options=runtime_options, codegen_options=codegen_options,
                   pass_options=pass_options, verify_options=verify_options, debug_options=debug_options)
     if fn is None:

@@ -32,7 +32,7 @@ from typing import Any, Callable
 
 from ..errors import KernelDefinitionError, KernelTraceError
 from ..ir import sym as S
-from ..ir.builder import active
+from ..ir.builder import active, user_location
 from ..ir.nodes import PARAM, Value
 from ..language.control import KERNEL_BUILTINS
 
@@ -72,12 +72,24 @@ class _Runtime:
                     f"value, at {self.filename}:{br.lineno}) is not supported (at {self.filename}:{lineno}): both "
                     f"branches are compiled into the kernel, so `{what}` cannot leave one of them at trace time")
 
+    def check_return(self, value, lineno: int):
+        if value is not None:
+            raise KernelTraceError(
+                f"kernel '{self.kernel_name}': a kernel returns nothing, but this `return` gives a "
+                f"{_kind(value)}; write results into an output tensor parameter with out[:] = ..., out.move(...) "
+                f"or pypto.assemble(...) (at {self.filename}:{lineno})")
+        return value
+
     def check_rebind(self, current, name: str, lineno: int):
         if isinstance(current, Value) and current.storage.kind == PARAM and current.is_root:
             raise KernelTraceError(
                 f"kernel '{self.kernel_name}': `{name} = ...` rebinds the tensor parameter '{name}' and writes "
                 f"nothing; use {name}[:] = ... or {name}.move(...) to write the output (at "
                 f"{self.filename}:{lineno})")
+
+
+def _kind(value) -> str:
+    return "kernel tensor" if isinstance(value, Value) else type(value).__name__
 
 
 class _Undefined:
@@ -90,13 +102,14 @@ class _Undefined:
         self._msg = msg
 
     def _fail(self, *a, **k):
-        raise KernelTraceError(self._msg)
+        raise KernelTraceError(f"{self._msg} (used at {user_location()})")
 
     def __repr__(self):
         return f"<undefined after a kernel branch: {self._msg}>"
 
     def __getattr__(self, name):
-        raise KernelTraceError(self._msg)
+        # also reached by the ops' argument checks (getattr of a marker attribute): the use raises this error
+        raise KernelTraceError(f"{self._msg} (used at {user_location()})")
 
     __bool__ = __index__ = __int__ = __float__ = __len__ = __iter__ = __call__ = __getitem__ = __setitem__ = _fail
     __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _fail
@@ -311,7 +324,10 @@ class _Rewriter(ast.NodeTransformer):
         for st in stmts:
             for n in ast.walk(st):
                 if "lineno" in getattr(n, "_attributes", ()):
-                    ast.copy_location(n, node)
+                    # the `if` header's span (not the whole statement's): tracebacks and errors of the
+                    # condition point at the `if` line, not at the last line of its body
+                    n.lineno, n.col_offset = node.lineno, node.col_offset
+                    n.end_lineno, n.end_col_offset = node.test.end_lineno, node.test.end_col_offset
         stmts[0].value.args[0] = node.test
         stmts[1].body = body
         stmts[4].body = orelse
@@ -384,6 +400,10 @@ class _Rewriter(ast.NodeTransformer):
         return self._control(node, "continue")
 
     def visit_Return(self, node):
+        if node.value is not None and not (isinstance(node.value, ast.Constant) and node.value.value is None):
+            # `return x`: a kernel returns nothing; check at the statement so the error names its line
+            node.value = _rt_call("check_return", [node.value, ast.Constant(node.lineno)], node).value
+            self.changed = True
         return self._control(node, "return")
 
     def _rebind_checks(self, targets, value, node):

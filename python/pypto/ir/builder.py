@@ -44,12 +44,17 @@ class activate:
         return False
 
 
+_FOREIGN = ("torch", "numpy")  # libraries whose Python frames sit between a user's call and pypto's handler
+
+
 def user_location() -> str:
-    """file:line of the innermost frame outside the pypto package (the user's kernel or helper)."""
+    """file:line of the innermost frame outside the pypto package (the user's kernel or helper). Frames of torch
+    and numpy are skipped too: `F.relu(x)` reaches pypto through torch's Python dispatch."""
     f = sys._getframe(1)
     while f is not None:
         fn = f.f_code.co_filename
-        if not os.path.abspath(fn).startswith(_PKG_DIR + os.sep):
+        mod = f.f_globals.get("__name__") or ""
+        if not os.path.abspath(fn).startswith(_PKG_DIR + os.sep) and mod.partition(".")[0] not in _FOREIGN:
             return f"{fn}:{f.f_lineno}"
         f = f.f_back
     return "<unknown>"

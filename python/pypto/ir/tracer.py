@@ -68,10 +68,12 @@ def trace(prepared, request: SpecializationRequest) -> Kernel:
             else:
                 pos.append(val)
         result = prepared.call(tuple(pos), kw)
+        # the kernel's own line, for errors found after its body ran (unrewritten kernels: REPL, exec)
+        where = f"{getattr(prepared, 'filename', '?')}:{getattr(prepared, 'firstlineno', '?')}"
         if result is not None:
             raise KernelTraceError(f"kernel '{request.kernel_name}': a kernel returns nothing (got a "
                                    f"{type(result).__name__}); write results into output tensors with "
-                                   f"out[:] = ..., out.move(...) or pypto.assemble(...)")
+                                   f"out[:] = ..., out.move(...) or pypto.assemble(...) (kernel at {where})")
         if b.left_early:
             raise KernelTraceError(f"kernel '{request.kernel_name}': `break` / `return` inside a pypto.loop body "
                                    f"is not supported (the loop at {b.left_early[0]} was left before its body "
@@ -79,7 +81,8 @@ def trace(prepared, request: SpecializationRequest) -> Kernel:
                                    f"early; use a kernel branch (`if pypto.cond(...)`) or a mask instead")
         if b.block is not b.body:
             raise KernelTraceError(f"kernel '{request.kernel_name}': a pypto.loop or kernel branch was left early "
-                                   f"(break / return inside its body?)")
+                                   f"(break / return inside its body?); let the body run to its end and use a "
+                                   f"mask or pypto.cond instead (kernel at {where})")
     return Kernel(name=request.kernel_name, tensors=list(request.tensors), scalars=list(request.scalars),
                   constants=dict(request.constants), params=params, scalar_vars=scalar_vars,
                   dyn_vars=dyn_vars, body=b.body, storages=b.storages, written=tuple(sorted(b.written)),

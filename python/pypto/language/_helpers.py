@@ -13,7 +13,7 @@ DT = DataType
 def check_tensor(x, op: str, what: str = "argument") -> Value:
     b = current(op)
     if not isinstance(x, Value):
-        raise b.error(op, f"{what} must be a pypto tensor, got {type(x).__name__} {x!r}")
+        raise b.error(op, f"{what} must be a pypto tensor, got {describe(x)}")
     b.use(x, op)
     return x
 
@@ -29,7 +29,18 @@ def check_operand(x, op: str, what: str = "operand"):
     if isinstance(x, S.Sym):
         b.use(x, op)
         return x
-    raise b.error(op, f"{what} must be a pypto tensor or a scalar, got {type(x).__name__} {x!r}")
+    raise b.error(op, f"{what} must be a pypto tensor or a scalar, got {describe(x)}")
+
+
+def describe(x) -> str:
+    """A wrong argument for an error message: short, and for a torch/numpy array what to do instead."""
+    getattr(x, "__pypto_operand__", None)  # a name left undefined by a kernel branch raises its own error here
+    lib = type(x).__module__.partition(".")[0]
+    if lib in ("torch", "numpy") and hasattr(x, "shape") and getattr(x, "ndim", 0):
+        return (f"a {lib} {type(x).__name__} of shape {list(x.shape)}: arrays from outside the kernel (a global "
+                f"or closure variable?) cannot be used in it; pass it as a tensor parameter")
+    text = repr(x)
+    return f"{type(x).__name__} {text[:200] + '...' if len(text) > 200 else text}"
 
 
 def check_dtype(dt, op: str) -> DataType:
@@ -89,9 +100,12 @@ def broadcast(args, op: str):
     tensors = [a for a in args if isinstance(a, Value)]
     named = ", ".join(f"{_ORDINAL[i] if i < len(_ORDINAL) else f'#{i + 1}'} operand {fmt_shape(a.shape)}"
                       for i, a in enumerate(args) if isinstance(a, Value))
+    params = [f"{fmt_shape(a.shape)} is parameter {a.label!r}" for a in tensors if a.label]
+    todo = (f"; {' and '.join(params)} (the arguments' shapes): call with shapes that are equal or 1 in each "
+            f"dim" if params else "")
     shape, cap, checks = broadcast_shapes([t.shape for t in tensors], [t.cap for t in tensors],
                                           lambda m: b.error(op, f"{m}; expected broadcastable shapes, got "
-                                                                f"{named}"))
+                                                                f"{named}{todo}"))
     for cond, msg in checks:
         b.check(cond, f"operand shapes differ at run time ({msg}); shapes {[fmt_shape(t.shape) for t in tensors]}",
                 op)

@@ -8,7 +8,8 @@ array_methods installs its array methods.
 from __future__ import annotations
 
 from ..errors import KernelTraceError
-from ..ir.builder import current
+from ..ir import sym as S
+from ..ir.builder import active, current
 from ..ir.nodes import Value
 from ..vocab.dtypes import DataType
 from . import elementwise as ew
@@ -144,17 +145,56 @@ class TensorMethods:
         shape_ops.write(self, e, "move")
 
     def __bool__(self):
-        raise KernelTraceError("the truth value of a kernel tensor is only known when the kernel runs; use "
-                               "pypto.where(mask, a, b) or a static value")
+        raise current("if").error("if", "the truth value of a kernel tensor is only known when the kernel runs; "
+                                        "use pypto.where(mask, a, b) to choose elementwise, or branch on a "
+                                        "scalar (x.shape[0], a constant parameter)")
 
     def __iter__(self):
-        raise KernelTraceError("kernel tensors cannot be iterated in Python; use pypto.loop and slicing")
+        raise current("for").error("for", "kernel tensors cannot be iterated in Python; loop over rows with "
+                                          "`for i in pypto.loop(x.shape[0])` and slice x[i:i + 1, :]")
 
     def __len__(self):
         d = self.shape[0] if self.shape else None
         if not isinstance(d, int):
-            raise KernelTraceError("len() of a tensor whose first dim is symbolic; use x.shape[0]")
+            raise current("len").error("len", "len() of a tensor whose first dim is symbolic (DYNAMIC) is only "
+                                              "known when the kernel runs; use x.shape[0]")
         return d
+
+    def __float__(self):
+        raise current("float").error("float", "a kernel tensor has no value at trace time, so float() and the "
+                                              "math module cannot read it; use the pypto ops on tensors "
+                                              "(math.exp(x) -> pypto.exp(x))")
+
+    __int__ = __float__
+
+    def __index__(self):
+        raise current("index").error("index", "a kernel tensor cannot be used as a Python int (range(), an "
+                                              "index, a size); use pypto.loop(n) with n = x.shape[0], or "
+                                              "pypto.gather for data-dependent indexing")
+
+    def __array__(self, *args, **kwargs):
+        raise current("numpy").error("numpy", "a kernel tensor has no data at trace time, so numpy cannot "
+                                              "convert it; use the pypto ops (pypto.exp, pypto.sum, ...)")
+
+    # torch / numpy functions called on kernel tensors: say which pypto op to use ---------------------------------
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        return foreign_call("torch", func, args, kwargs or {})
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        op = NUMPY_OPERATORS.get(ufunc.__name__)
+        if method == "__call__" and op is not None and not kwargs and len(inputs) == 2 and \
+                any(type(a).__module__ == "numpy" and hasattr(a, "item") and getattr(a, "ndim", 1) == 0
+                    for a in inputs):
+            # `np.float32(2) * x`: numpy scalars reach a Python operator through the ufunc; compute it as the
+            # same operator with a Python number (what torch does with a 0-d scalar)
+            a, b = (x.item() if not isinstance(x, Value) else x for x in inputs)
+            return getattr(ew, op)(a, b)
+        name = ufunc.__name__ if method == "__call__" else f"{ufunc.__name__}.{method}"
+        return foreign_call("numpy", name, inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        return foreign_call("numpy", func, args, kwargs)
 
     # shape helpers and method forms -------------------------------------------------------------------------------
     @property
@@ -203,8 +243,81 @@ class TensorMethods:
 
 
 
+# torch / numpy names whose pypto op is spelled differently (the rest: same name as pypto's, if pypto has it)
+PYPTO_NAME = {
+    "subtract": "sub", "multiply": "mul", "divide": "div", "true_divide": "div", "negative": "neg",
+    "absolute": "abs", "power": "pow", "mod": "remainder", "fmod": "remainder", "rint": "round", "around": "round",
+    "max": "amax", "min": "amin", "cat": "concat", "concatenate": "concat", "mm": "matmul", "bmm": "matmul",
+    "expand_dims": "unsqueeze", "equal": "eq", "not_equal": "ne", "less": "lt", "less_equal": "le",
+    "greater": "gt", "greater_equal": "ge", "exp2": "pow", "to": "cast", "type": "cast", "expand": "expand_clone",
+    "broadcast_to": "expand_clone", "maximum": "maximum", "minimum": "minimum", "clamp_min": "maximum",
+    "clamp_max": "minimum", "square": "mul", "reciprocal": "div",
+}
+# numpy ufuncs that Python operators map to (`np.float32(2) * x` reaches __array_ufunc__ through them)
+NUMPY_OPERATORS = {"add": "add", "subtract": "sub", "multiply": "mul", "true_divide": "div", "divide": "div",
+                   "floor_divide": "floor_divide", "remainder": "remainder", "power": "pow", "equal": "eq",
+                   "not_equal": "ne", "less": "lt", "less_equal": "le", "greater": "gt", "greater_equal": "ge"}
+
+
+def _display(lib: str, func) -> str:
+    if isinstance(func, str):
+        return f"np.{func}" if lib == "numpy" else f"torch.{func}"
+    name = getattr(func, "__name__", repr(func))
+    qual = getattr(func, "__qualname__", name) or name
+    if "TensorBase." in qual or qual.startswith("Tensor."):
+        return f"torch.Tensor.{name}"
+    mod = getattr(func, "__module__", None) or lib
+    mod = {"numpy": "np", "torch._tensor": "torch.Tensor"}.get(mod, mod)
+    if mod.startswith("numpy."):
+        mod = "np"
+    return f"{mod}.{name}"
+
+
+def foreign_call(lib: str, func, args, kwargs):
+    """A torch or numpy function reached a kernel tensor: raise naming the kernel, the line and the pypto op."""
+    from .. import language
+
+    shown = _display(lib, func)
+    name = (func if isinstance(func, str) else getattr(func, "__name__", "")).strip("_")
+    name = name[1:] if name.startswith("r") and name[1:] in NUMPY_OPERATORS.values() else name
+    target = PYPTO_NAME.get(name, name)
+    foreign = [a for a in list(args) + list(kwargs.values()) if not isinstance(a, (Value, int, float, bool))
+               and type(a).__module__.split(".")[0] in ("torch", "numpy") and hasattr(a, "shape")]
+    if foreign:
+        what = "torch tensor" if lib == "torch" else "numpy array"
+        raise current(shown).error(shown, f"a {what} from outside the kernel (a global or closure variable?) "
+                                          f"cannot be combined with a kernel tensor; pass it as a tensor parameter")
+    if target in getattr(language, "__all__", ()):
+        hint = f"use pypto.{target}(...) instead"
+    elif hasattr(TensorMethods, name) and not name.startswith("_"):
+        hint = f"use the tensor method x.{name}(...) instead"
+    else:
+        hint = "kernel tensors support only the pypto ops (see docs/language.md for the list)"
+    raise current(shown).error(shown, f"{lib} functions cannot run on a kernel tensor (it has no data while the "
+                                      f"kernel is traced); {hint}")
+
+
+def _located(plain):
+    """Wrap a symbolic scalar's misuse hook (ir/sym.py, which cannot see the builder) so that inside a trace its
+    error also names the kernel and the user's line."""
+    def hook(self):
+        try:
+            return plain(self)
+        except KernelTraceError as e:
+            b = active()
+            if b is None:
+                raise
+            raise b.error("scalar", str(e)) from None
+    hook.__name__ = plain.__name__
+    return hook
+
+
 def install() -> None:
     """Copy every operator and method of TensorMethods onto the IR's Value (once, when the language is imported)."""
     for name, attr in vars(TensorMethods).items():
         if name not in ("__module__", "__qualname__", "__doc__", "__dict__", "__weakref__"):
             setattr(Value, name, attr)
+    if not getattr(S.Sym, "_located", False):
+        for name in ("__bool__", "__index__", "__int__", "__float__"):
+            setattr(S.Sym, name, _located(getattr(S.Sym, name)))
+        S.Sym._located = True
