@@ -2,7 +2,7 @@
 
 May import: errors, vocab, ir, language. Never compiler, verify, frontend, export, bench.
 """
-from .cpp import generate
+from .source import generate
 from .templates import CTYPE, EW, ctype
 
 __all__ = ["generate", "CTYPE", "EW", "ctype"]

@@ -1,5 +1,5 @@
-"""IR -> one C++17 translation unit implementing the kernel ABI (include/pypto/kernel_abi.h).
-
+"""The unfused emitter: IR statements -> C++17 loop nests (`source.py` wraps them into the translation unit;
+`fused.py` extends this emitter to run groups of ops tile by tile).
 Codegen model: a tensor value is (pointer, dims, strides). Dims and strides are printed as C++ expressions,
 so static sizes become literals that g++ can unroll/vectorize and DYNAMIC sizes read the argument's shape.
 Views are pointer offsets with the parent's strides; broadcast dims contribute no index term (stride 0).
@@ -15,11 +15,10 @@ from __future__ import annotations
 
 from ..vocab.dtypes import DataType as DT
 from ..ir import sym as S
-from ..ir.nodes import (LOCAL, PARAM, TEMP, Assign, Check, If, Kernel, Loop, Op, Storage, UnrolledLoop, Value,
-                        format_kernel)
+from ..ir.nodes import LOCAL, PARAM, TEMP, Assign, Check, If, Kernel, Loop, Op, Storage, UnrolledLoop, Value
 from .lanes import emit_reduce
-from .names import c_string, comment_text
-from .templates import PRELUDE, ctype, ew_expr
+from .names import c_string
+from .templates import ctype, ew_expr
 
 STACK_BUFFER_MAX = 64 * 1024       # bytes: a static temporary up to this size lives on the stack
 STACK_TOTAL_MAX = 512 * 1024       # bytes of stack temporaries per kernel before spilling to the heap
@@ -571,70 +570,4 @@ class _Emitter:
         self.close(6)
 
 
-def generate(kernel: Kernel, with_ir_comment: bool = True, fuse: bool = True) -> str:
-    """The C++ source of `kernel` (deterministic). fuse=False: one loop nest and one whole temporary per op
-    (the reference the fused code is tested against bit for bit)."""
-    if fuse:
-        from .fused import FusedEmitter
-
-        em = FusedEmitter(kernel)
-    else:
-        em = _Emitter(kernel)
-    for t in kernel.tensors:
-        st = kernel.params[t.param].storage
-        em.line(f"{ctype(t.dtype)}* {st.cname} = ({ctype(t.dtype)}*)tensors[{t.index}].data;")
-    for var, ti, ax in kernel.dyn_vars:
-        em.line(f"const int64_t {var.args[1]} = tensors[{ti}].shape[{ax}];")
-    if kernel.runtime_debug_mode >= 4:
-        for t in kernel.tensors:
-            em.line(f"const int64_t dbg_numel_{t.index} = pypto_rt::numel(tensors[{t.index}]);")
-    for s in kernel.scalars:
-        v = kernel.scalar_vars[s.param]
-        if v.kind == S.FLOAT:
-            em.line(f"const double {v.args[1]} = scalars[{s.index}].f;")
-        elif v.kind == S.BOOL:
-            em.line(f"const bool {v.args[1]} = scalars[{s.index}].i != 0;")
-        else:
-            em.line(f"const int64_t {v.args[1]} = scalars[{s.index}].i;")
-    em.block(kernel.body)
-    em.line("(void)ctx; (void)scalars; (void)tensors;")
-    em.line("return 0;")
-
-    out = [f"// pypto generated kernel: {comment_text(kernel.name)}"]  # names are data: names.py
-    if with_ir_comment:
-        out.append("//")
-        out += [("// " + comment_text(ln)).rstrip() for ln in format_kernel(kernel).splitlines()]
-    if kernel.uses_threads or em.threaded:
-        out.append("#define PYPTO_RT_THREADS 1")
-    if em.gemm:
-        out.append("#define PYPTO_RT_GEMM 1")
-    out += [
-        "#include <pypto/kernel_abi.h>",
-        "#include <pypto/kernel_rt.h>",
-        "",
-    ]
-    if any("pypto_k::" in ln for ln in em.lines):
-        out += [PRELUDE, ""]
-    out += [
-        "namespace {",
-        "int kernel_body(const PyptoTensorArg* tensors, const PyptoScalarArg* scalars, PyptoLaunchContext* ctx) {",
-    ]
-    out += em.lines
-    out += [
-        "}",
-        "}  // namespace",
-        "",
-        'extern "C" __attribute__((visibility("default"))) uint32_t pypto_abi_version(void) {',
-        "  return PYPTO_KERNEL_ABI_VERSION;",
-        "}",
-        "",
-        'extern "C" __attribute__((visibility("default"))) int pypto_entry(const PyptoTensorArg* tensors, '
-        "const PyptoScalarArg* scalars, PyptoLaunchContext* ctx) {",
-        "  return kernel_body(tensors, scalars, ctx);",
-        "}",
-        "",
-    ]
-    return "\n".join(out)
-
-
-__all__ = ["generate"]
+__all__ = ["_Emitter"]

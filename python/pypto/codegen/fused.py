@@ -9,7 +9,7 @@ Tiles write disjoint rows and nothing combines across tiles, so the result is th
 """
 from __future__ import annotations
 
-from ..frontend.dtypes import DataType as DT
+from ..vocab.dtypes import DataType as DT
 from ..ir import sym as S
 from ..ir.nodes import Assign, Value
 from .cpp import _Emitter

@@ -9,7 +9,7 @@ exact in any order: one sequential accumulator.
 """
 from __future__ import annotations
 
-from ..frontend.dtypes import DataType as DT
+from ..vocab.dtypes import DataType as DT
 from .templates import REDUCE_INIT, REDUCE_STEP, ctype
 
 

@@ -7,9 +7,10 @@ import torch
 import pypto
 from pypto.codegen import generate
 from pypto.compiler import compile_source
-from pypto.compiler.launch import launch, simple_request
+from pypto.testing import simple_request
+from pypto.verify import launch
 from pypto.frontend.rewrite import prepare
-from pypto.frontend.signature import build_params
+from pypto.vocab.params import build_params
 from pypto.ir import trace
 
 S2 = pypto.Tensor([pypto.STATIC, pypto.STATIC], pypto.DT_FP32)
