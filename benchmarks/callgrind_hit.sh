@@ -31,7 +31,7 @@ for _ in range(int(sys.argv[1])):
     main_k(a, b, c, out, m=2, n=3)
 torch.testing.assert_close(out, a + b + c)
 PY
-export PYPTO_MARCH=x86-64-v3 PYTHONHASHSEED=0 PYPTO_CACHE_DIR="${PYPTO_CACHE_DIR:-$work/cache}"
+export PYPTO_TORCH_READER_WAIT=1 PYPTO_MARCH=x86-64-v3 PYTHONHASHSEED=0 PYPTO_CACHE_DIR="${PYPTO_CACHE_DIR:-$work/cache}"
 python "$work/child.py" 10  # builds (or loads) the kernel outside valgrind
 valgrind --tool=callgrind --instr-atstart=no --toggle-collect='*jit_vectorcall*' \
   --callgrind-out-file="$work/out" python "$work/child.py" "$hits" cg 2>"$work/valgrind.log" ||

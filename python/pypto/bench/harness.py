@@ -145,6 +145,8 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv=None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     args = _parser().parse_args(argv)
+    # every measured hit uses the fast torch reader (the default builds it in the background); children inherit it
+    os.environ.setdefault("PYPTO_TORCH_READER_WAIT", "1")
     if args.kernels:
         from . import kernel_speed
         return kernel_speed.main(args)

@@ -67,3 +67,33 @@ def test_disabled_by_environment_gives_same_results(tmp_path):
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "not requested"
+
+
+def test_first_build_runs_in_the_background_and_calls_do_not_wait(tmp_path):
+    """An empty cache: the first call returns after the kernel's own build, computed through the exchange API; the
+    reader is built meanwhile and installed between calls (then used: its status is '')."""
+    script = textwrap.dedent("""
+        import time, torch, pypto
+        from pypto.compiler import torch_reader
+        V = pypto.Tensor([64], pypto.DT_FP32)
+        @pypto.frontend.jit
+        def k(a: V, out: V):
+            out[:] = a * 3.0
+        a, out = torch.randn(64), torch.zeros(64)
+        k(a, out)
+        assert torch_reader.ensure_installed() == "building", torch_reader.ensure_installed()
+        assert torch.equal(out, a * 3.0)
+        for _ in range(3):                      # calls while it builds: correct, through the exchange API
+            a = torch.randn(64); k(a, out); assert torch.equal(out, a * 3.0)
+        assert torch_reader.ensure_installed(wait=True) == ""
+        a = torch.randn(64); k(a, out); assert torch.equal(out, a * 3.0)
+        print("OK")
+    """)
+    env = {k: v for k, v in os.environ.items() if k != "PYPTO_TORCH_READER_WAIT"}
+    env["PYPTO_CACHE_DIR"] = str(tmp_path / "cache")
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 0 and "OK" in r.stdout, (r.stdout, r.stderr[-3000:])
+    # a second process finds it in the cache and installs it at once, before its first launch
+    script2 = script.replace('== "building", torch_reader.ensure_installed()', '== ""')
+    r = subprocess.run([sys.executable, "-c", script2], capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 0 and "OK" in r.stdout, (r.stdout, r.stderr[-3000:])

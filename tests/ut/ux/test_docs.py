@@ -98,6 +98,8 @@ def test_every_command_line_option_the_docs_name_exists():
 
 
 def _resolves(dotted: str) -> bool:
+    if dotted.startswith("pypto.Tensor."):  # methods of kernel tensors: the IR value a Tensor parameter is traced as
+        dotted = "pypto.ir.nodes.Value." + dotted[len("pypto.Tensor."):]
     parts = dotted.split(".")
     for i in range(len(parts), 0, -1):
         try:
@@ -115,8 +117,10 @@ def _resolves(dotted: str) -> bool:
 def test_every_pypto_name_the_docs_use_exists():
     missing, seen = [], 0
     for doc in DOCS:
-        for span in _code_spans(doc.read_text()):
-            for name in re.findall(r"(?<![\w./])pypto(?:\.[A-Za-z_]\w*)+", span):
+        # a table row whose status says "not yet" (docs/compat.md: the reference's names) documents an absence
+        text = "\n".join(ln for ln in doc.read_text().splitlines() if not re.search(r"\|\s*not yet", ln))
+        for span in _code_spans(text):
+            for name in re.findall(r"(?<![\w./])pypto(?:\.[A-Za-z_]\w*)+(?![{\w])", span):
                 seen += 1
                 if not _resolves(name):
                     missing.append(f"{doc.relative_to(ROOT)}: {name}")
