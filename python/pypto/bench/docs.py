@@ -1,0 +1,219 @@
+"""`python -m pypto.bench.docs RESULT.json`: rewrite the figures in docs/performance.md and docs/bench.md from a
+harness result, so that the documented figures are always one run's output and cannot drift by hand.
+
+Each generated figure sits between `<!-- bench:NAME -->` and `<!-- /bench:NAME -->`; only the text between a pair
+is replaced (REGIONS says what each NAME renders), everything else in the file is left byte for byte. A pair whose
+opening marker ends its line is a block (the region is rewritten as whole lines); otherwise it is inline text.
+`--check` rewrites nothing and exits 1 when a marked region differs from what the JSON renders.
+docs/figures/bench.json is the result the committed docs were written from.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import textwrap
+from pathlib import Path
+
+from . import report, schema
+
+DOCS = ("performance.md", "bench.md")
+WIDTH = 116  # the docs' line width; a generated sentence is wrapped to it
+_MARK = re.compile(r"<!-- bench:([\w-]+) -->(.*?)<!-- /bench:\1 -->", re.S)
+_OPEN = re.compile(r"<!-- (/?)bench:([\w-]+) -->")
+
+
+def _best(r: dict) -> float:
+    return r["clean_median_ns"] if r["clean_median_ns"] is not None else r["median_ns"]
+
+
+def _x(ratio: float) -> str:
+    """A ratio with the digits a reader can use: 0.52x, 5.6x, 10.1x, 127x."""
+    return f"{ratio:.2f}x" if ratio <= 1 else f"{ratio:.1f}x" if ratio < 20 else f"{ratio:.0f}x"
+
+
+def _rows(res: dict) -> dict[str, dict]:
+    return {r["name"]: r for r in res["rows"]}
+
+
+def _not_run(res: dict, section: str) -> str:
+    why = res["errors"].get(section)
+    return f"not measured in this run{f' ({why})' if why else ''}"
+
+
+def render_report(res: dict) -> str:
+    """The harness's plain-text report, as a fenced block (trailing blanks dropped)."""
+    lines = [ln.rstrip() for ln in report.render_plain(res).splitlines()]
+    return "```text\n" + "\n".join(lines) + "\n```"
+
+
+# performance.md's peer table: (label, the harness rows it shows, joined with " / ")
+PEER_TABLE = (("**pypto hit**", ("pypto hit",)),
+              ("C vectorcall no-op (same arguments)", ("C vectorcall no-op",)),
+              ("Python no-op (same arguments)", ("python no-op",)),
+              ("Numba `@njit` (keywords / positional)", ("numba njit (keywords)", "numba njit (positional)")),
+              ("`torch.add(a, b, out=out)`", ("torch.add(a, b, out=out)",)),
+              ("Warp recorded launch / `wp.launch`", ("warp recorded launch", "warp wp.launch")),
+              ("`jax.jit` + `block_until_ready`", ("jax.jit + block_until_ready",)),
+              ("the reference design's Python dispatch (launch = C no-op)", ("reference dispatcher (Python)",)),
+              ("`torch.compile`", ("torch.compile",)))
+
+
+def render_peers(res: dict) -> str:
+    rows = _rows(res)
+    fastest = res["peers"]["fastest"]
+    out = [f"| row | median ns | vs {'pypto' if fastest == 'pypto hit' else fastest} |", "|---|---|---|"]
+    for label, names in PEER_TABLE:
+        got = [rows[n] for n in names if n in rows]
+        if not got:
+            continue
+        med = " / ".join(f"{_best(r):,.0f}" for r in got)
+        ratio = " / ".join("-" if r["ratio"] is None else _x(r["ratio"]) for r in got)
+        if label.startswith("**"):
+            med = f"**{med}**"
+        out.append(f"| {label} | {med} | {ratio} |")
+    for peer, why in res["peers"]["missing"].items():
+        out.append(f"| {peer} | {why} | |")
+    return "\n".join(out)
+
+
+def render_scale(res: dict) -> str:
+    """First row -> last row of the sets that show how the hit scales."""
+    groups: dict[str, list[dict]] = {}
+    for r in res["rows"]:
+        groups.setdefault(r["group"], []).append(r)
+    parts = []
+    for group, what in (("specializations", "specializations in the table"), ("tensors", "tensor arguments"),
+                        ("globals", "guarded globals")):
+        rs = groups.get(group)
+        if not rs or len(rs) < 2:
+            continue
+        a, b = rs[0], rs[-1]
+        s = f"{a['x']:,} -> {b['x']:,} {what} {_best(a):,.0f} -> {_best(b):,.0f} ns ({b['ratio']:.2f}x"
+        if group == "tensors" and b["x"] != a["x"]:
+            s += f"; ~{(_best(b) - _best(a)) / (b['x'] - a['x']):.0f} ns per tensor"
+        parts.append(s + ")")
+    for r in groups.get("inputs", [])[1:]:
+        parts.append(f"{r['name']} instead of {groups['inputs'][0]['name']} {r['ratio']:.2f}x")
+    return "; ".join(parts) or "no scenario sets in this run"
+
+
+def render_callgrind(res: dict) -> str:
+    cg = res["callgrind"]
+    if cg is None:
+        return _not_run(res, "callgrind")
+    return f"**{cg['pypto_hit_instructions']:,.0f}** for the call above (torch.add(out=): {cg['torch_add_instructions']:,.0f})"
+
+
+_STAGE_WORDS = {"bind": "bind", "read": "read tensors", "guards": "guards", "key": "key", "lookup": "lookup",
+                "launch": "launch with the kernel"}
+
+
+def render_breakdown(res: dict) -> str:
+    bd = res["breakdown"]
+    if bd is None:
+        return _not_run(res, "breakdown")
+    if not bd["available"]:
+        return f"unavailable ({bd['reason']})"
+    return ", ".join(f"{_STAGE_WORDS.get(s, s)} {100 * v / bd['sum_ns']:.0f} %" for s, v in bd["stages_ns"].items())
+
+
+def _dur(seconds: float) -> str:
+    return f"{seconds:.1f} s" if seconds >= 1 else f"{seconds * 1e3:.0f} ms"
+
+
+def render_cold(res: dict) -> str:
+    c = res["cold"]
+    if c is None:
+        return _not_run(res, "cold")
+    e, w = c["empty_cache"], c["warm_disk_cache"]
+    return (f"`import pypto` {_dur(c['import_pypto_s'])}; with an empty `PYPTO_CACHE_DIR` the fast torch reader's "
+            f"one-off build {_dur(e['torch_reader_s'])} (once per cache directory, in "
+            f"`$PYPTO_CACHE_DIR/torch_reader/`) and the first call of a kernel {_dur(e['first_call_s'])} (trace + "
+            f"codegen + g++ + load + launch); a fresh process with a warm disk cache loads the reader in "
+            f"{_dur(w['torch_reader_s'])} and makes its first call in {_dur(w['first_call_s'])}")
+
+
+REGIONS = {"report": render_report, "peers": render_peers, "scale": render_scale, "callgrind": render_callgrind,
+           "breakdown": render_breakdown, "cold": render_cold}
+
+
+def load(path) -> dict:
+    """A harness result, checked against the schema. A transcribed result (docs/figures/bench.json) may leave
+    null the fields its `transcribed.not_recorded` paths name (`[*]` for any index)."""
+    res = json.loads(Path(path).read_text())
+    allowed = set(res.get("transcribed", {}).get("not_recorded", ())) if isinstance(res, dict) else set()
+    problems = [p for p in schema.errors(res)
+                if not (re.sub(r"\[\d+\]", "[*]", p.split(":", 1)[0]) in allowed and p.endswith("got NoneType None"))]
+    if problems:
+        raise ValueError(f"{path}: not a pypto.bench result:\n  " + "\n  ".join(problems))
+    return res
+
+
+def rewrite(text: str, res: dict, where: str = "document") -> str:
+    """`text` with every marked region re-rendered from `res`; the rest unchanged."""
+    opened: list[str] = []
+    for m in _OPEN.finditer(text):  # unbalanced or unknown markers are a mistake in the document: say where
+        line = text.count("\n", 0, m.start()) + 1
+        closing, name = m.group(1), m.group(2)
+        if name not in REGIONS:
+            raise ValueError(f"{where}:{line}: unknown figure region 'bench:{name}' (known: {', '.join(REGIONS)})")
+        if not closing:
+            if opened:
+                raise ValueError(f"{where}:{line}: 'bench:{name}' opens inside 'bench:{opened[-1]}'")
+            opened.append(name)
+        elif opened != [name]:
+            raise ValueError(f"{where}:{line}: '/bench:{name}' closes a region that is not open")
+        else:
+            opened.pop()
+    if opened:
+        raise ValueError(f"{where}: 'bench:{opened[0]}' is never closed")
+
+    def sub(m: re.Match) -> str:
+        name, body = m.group(1), m.group(2)
+        new = REGIONS[name](res)
+        if body.startswith("\n"):
+            new = f"\n{new}\n"
+        else:  # a sentence inside a paragraph: wrap it as the docs are wrapped, from the column it starts at
+            col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + len(f"<!-- bench:{name} -->")
+            new = "\n".join(textwrap.wrap(new, WIDTH, initial_indent="\0" * col, break_on_hyphens=False,
+                                           break_long_words=False)).lstrip("\0")
+        return f"<!-- bench:{name} -->{new}<!-- /bench:{name} -->"
+
+    return _MARK.sub(sub, text)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m pypto.bench.docs",
+                                description="rewrite the marked figures in the docs from a `python -m pypto.bench "
+                                            "--json` result")
+    p.add_argument("result", help="the JSON that `python -m pypto.bench --json PATH` wrote")
+    p.add_argument("--docs", default="docs", help="the docs folder (default: ./docs)")
+    p.add_argument("--check", action="store_true", help="change nothing; exit 1 if a marked figure differs")
+    args = p.parse_args(argv)
+    try:
+        res = load(args.result)
+    except (OSError, ValueError) as e:
+        print(f"pypto.bench.docs: {e}", file=sys.stderr)
+        return 2
+    stale = []
+    for name in DOCS:
+        path = Path(args.docs) / name
+        old = path.read_text()
+        try:
+            new = rewrite(old, res, str(path))
+        except ValueError as e:
+            print(f"pypto.bench.docs: {e}", file=sys.stderr)
+            return 2
+        if new != old:
+            stale.append(str(path))
+            if not args.check:
+                path.write_text(new)
+    verb = "differ from the JSON" if args.check else "rewritten"
+    print(f"{verb}: {', '.join(stale)}" if stale else "all marked figures match the JSON")
+    return 1 if args.check and stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
