@@ -27,6 +27,7 @@ import warnings
 from pathlib import Path
 
 from ..errors import CompileError
+from ..vocab.options import parse_size
 
 _EUID = os.geteuid()
 _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -349,22 +350,8 @@ def _reset_after_fork():
 os.register_at_fork(after_in_child=_reset_after_fork)
 
 
-
-
 # ---- size cap and administration (python -m pypto cache ...) ---------------------------------------------------
-_SIZE_UNITS = {"": 1, "B": 1, "K": 1 << 10, "KB": 1 << 10, "KIB": 1 << 10, "M": 1 << 20, "MB": 1 << 20,
-               "MIB": 1 << 20, "G": 1 << 30, "GB": 1 << 30, "GIB": 1 << 30, "T": 1 << 40, "TB": 1 << 40}
 _AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-
-
-def parse_size(text: str) -> int:
-    """'500M', '2G', '1048576' -> bytes (binary units)."""
-    t = str(text).strip().upper()
-    num = t.rstrip("BKMGTI")
-    unit = t[len(num):]
-    if not num or unit not in _SIZE_UNITS:
-        raise ValueError(f"not a size: {text!r} (examples: 500M, 2G, 1048576)")
-    return int(float(num) * _SIZE_UNITS[unit])
 
 
 def parse_age(text: str) -> float:
@@ -455,7 +442,8 @@ def prune(max_bytes: int | None = None, older_than: float | None = None, keep: s
 
 
 def enforce_max_size(keep: str = "", limit: int | None = None):
-    """Apply the size cap (PYPTO_CACHE_MAX_SIZE, or host_options cache_max_size) after a new entry is written."""
+    """Apply the size cap after a new entry is written: `limit` (host_options cache_max_size) when > 0, else
+    PYPTO_CACHE_MAX_SIZE; the newest entry `keep` always stays."""
     limit = limit if limit else max_size()
     if limit:
         prune(max_bytes=limit, keep=keep)

@@ -157,7 +157,7 @@ def compile_source(source: str, options=None, kernel_name: str = "kernel") -> tu
         run_compiler(lambda out: [CXX, *FLAGS, "-I", str(include_dir()), "-o", out, str(cpp)], so, sha, timeout,
                      f"kernel '{kernel_name}'", f"(source saved at {cpp})")
         seconds = time.perf_counter() - t0
-    cache.enforce_max_size(keep=key)
+    cache.enforce_max_size(keep=key, limit=_opt(options, "host", "cache_max_size", 0))
     return str(so), str(cpp), seconds, False, key
 
 

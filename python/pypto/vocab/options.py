@@ -16,6 +16,8 @@ Value rules (the contract the tests pin down):
   resolved object is immutable; `ResolvedOptions.as_dict()` gives lists back. dict options must be dicts and are
   stored read-only.
 - str options accept `str`; path-valued ones also accept `os.PathLike`.
+- size options (`host_options["cache_max_size"]`) accept an int of bytes >= 0 or a size text ('500M', '2G'),
+  stored as an int of bytes.
 - `launch_sched_aicpu_num` <= 0 or > 7 means "auto": stored as 7 and listed in `ResolvedOptions.auto`; it keys
   like an explicit 7.
 """
@@ -37,10 +39,28 @@ from ..errors import OptionError
 
 __all__ = [
     "RunMode", "CompileStage", "CompStage", "OptionSpec", "SCHEMAS", "GROUP_NAMES",
-    "ResolvedOptions", "validate_options", "options", "current_scope", "detect_cann",
+    "ResolvedOptions", "validate_options", "options", "current_scope", "detect_cann", "parse_size",
 ]
 
 INT32_MAX = 2147483647
+
+
+_SIZE_UNITS = {"": 1, "B": 1, "K": 1 << 10, "KB": 1 << 10, "KIB": 1 << 10, "M": 1 << 20, "MB": 1 << 20,
+               "MIB": 1 << 20, "G": 1 << 30, "GB": 1 << 30, "GIB": 1 << 30, "T": 1 << 40, "TB": 1 << 40,
+               "TIB": 1 << 40}
+
+
+def parse_size(text: str) -> int:
+    """'500M', '2G', '1048576' -> bytes (binary units). Here, not in the cache, so that an option can use it."""
+    t = str(text).strip().upper()
+    num = t.rstrip("BKMGTI")
+    unit = t[len(num):]
+    try:
+        if num and unit in _SIZE_UNITS and math.isfinite(float(num)) and float(num) >= 0:
+            return int(float(num) * _SIZE_UNITS[unit])
+    except ValueError:
+        pass
+    raise ValueError(f"not a size: {text!r} (examples: 500M, 2G, 1048576)")
 
 
 class RunMode(enum.IntEnum):
@@ -153,6 +173,8 @@ class OptionSpec:
             return "[rtol, atol]: a list of 2 non-negative floats"
         if k == "scope":
             return "int or (int, bool, bool)"
+        if k == "size":
+            return "int (bytes) or a size str such as '500M'"
         raise AssertionError(k)
 
     @property
@@ -192,6 +214,18 @@ class OptionSpec:
         if self.auto is not None:
             return _AutoInt(self.auto)
         raise self._range_error(value)
+
+    def _check_size(self, value):
+        if isinstance(value, str):
+            try:
+                return parse_size(value)
+            except ValueError as e:
+                raise _Invalid("range", f"value {value!r} is out of range; {e}") from None
+        if not _is_int(value):
+            raise self._type_error(value)
+        if int(value) < 0:
+            raise _Invalid("range", f"value {value!r} is out of range; expected >= 0 bytes")
+        return int(value)
 
     def _check_bool(self, value):
         if isinstance(value, bool):
@@ -294,6 +328,9 @@ _HOST = _schema(
     OptionSpec("compile_monitor_enable", "int", 0, 0, 2, accept_bool=True,
                doc="0 off, 1 monitor, 2 monitor with pass details"),
     OptionSpec("compile_monitor_print_interval", "int", 60, 0, INT32_MAX, doc="s between progress lines"),
+    OptionSpec("cache_max_size", "size", 0,
+               doc="bytes or '500M': after this kernel writes a new cache entry, least-recently-used entries go "
+                   "until the cache holds at most this; 0: PYPTO_CACHE_MAX_SIZE if set, else unbounded"),
 )
 
 _RUNTIME = _schema(

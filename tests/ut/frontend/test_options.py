@@ -88,7 +88,7 @@ SPECIAL = {
     ("host_options", "compile_stage"), ("runtime_options", "run_mode"),
     ("runtime_options", "ready_on_host_tensors"), ("runtime_options", "launch_sched_aicpu_num"),
     ("pass_options", "sg_set_scope"), ("pass_options", "sg_set_ooo_scope"), ("pass_options", "ooo_sched_mode"),
-    ("verify_options", "pass_verify_error_tol"),
+    ("verify_options", "pass_verify_error_tol"), ("host_options", "cache_max_size"),  # tests/ut/ux/test_cache_option.py
 }
 
 
@@ -123,7 +123,7 @@ def test_all_defaults():
     o = resolve()
     assert dict(o.host) == {"compile_stage": CompileStage.ALL_COMPLETE, "compile_timeout": 600,
                             "compile_timeout_stage": 0, "compile_monitor_enable": 0,
-                            "compile_monitor_print_interval": 60}
+                            "compile_monitor_print_interval": 60, "cache_max_size": 0}
     assert dict(o.runtime) == {"run_mode": RunMode.SIM, "device_sched_mode": 0, "stitch_function_max_num": 128,
                                "max_workspace_kb": 0, "valid_shape_optimize": 0, "ready_on_host_tensors": (),
                                "device_sched_parallelism": max(1, min(64, len(os.sched_getaffinity(0)))),
@@ -515,7 +515,8 @@ CHANGED = (
        ("pass_options", "sg_set_scope", 1),
        ("pass_options", "sg_set_ooo_scope", 5),
        ("pass_options", "ooo_sched_mode", "HLF"),
-       ("verify_options", "pass_verify_error_tol", [1e-3, 2e-3])]
+       ("verify_options", "pass_verify_error_tol", [1e-3, 2e-3]),
+       ("host_options", "cache_max_size", "500M")]
 )
 
 
