@@ -1,7 +1,7 @@
 // torch_reader: a DLTensor reader for torch.Tensor compiled against the *installed* torch's own headers.
 //
 // Built on demand by python/pypto/compiler/torch_reader.py (cached on disk per torch installation) and loaded by
-// the core. It reads TensorImpl through torch's inline accessors: ~30 instructions per tensor instead of ~500 for
+// the core. It reads TensorImpl through torch's inline accessors: ~60 instructions per tensor instead of ~500 for
 // the DLPack exchange API (whose no-sync reader acquires the GIL through pybind11 and builds DLPack metadata).
 // Only plain dense CPU tensors are read here; anything else (python-dispatch subclasses, sparse, nested,
 // symbolic, other devices) returns 0 and the core falls back to the exchange API, which reports errors properly.
