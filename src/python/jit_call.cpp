@@ -175,13 +175,6 @@ PyObject* call_impl(JitFunctionObject* self, PyObject* const* args, size_t nargs
     if (!reread_tensors(st, slots, dl, rs, held, key, n_tensor_words, &readonly)) return nullptr;
   }
   if (readonly & spec->written_mask) [[unlikely]] return readonly_error(st, readonly & spec->written_mask);
-  for (uint64_t m = spec->written_mask; m != 0; m &= m - 1) {
-    const int t = __builtin_ctzll(m);
-    PyObject* obj = slots[tensor_pos[t]];
-    if (Py_TYPE(obj) == torch_type || rs[t].torch) {  // rs[t] is set for every tensor not read by the fast path
-      if (const int why = torch_begin_write(obj)) [[unlikely]] return autograd_write_error(st, t, obj, why);
-    }
-  }
   PyptoTensorArg targs[kMaxParams];
   for (int t = 0; t < nt; ++t) {
     targs[t].data = dl[t].data;
@@ -190,6 +183,14 @@ PyObject* call_impl(JitFunctionObject* self, PyObject* const* args, size_t nargs
   }
   // decides whether the kernel runs without the GIL; fixed by the key unless some dim is DYNAMIC
   const int64_t elements = spec->elements >= 0 ? spec->elements : count_elements(dl, nt);
+  // last before the launch: fewer values live across the begin_write calls
+  for (uint64_t m = spec->written_mask; m != 0; m &= m - 1) {
+    const int t = __builtin_ctzll(m);
+    PyObject* obj = slots[tensor_pos[t]];
+    if (Py_TYPE(obj) == torch_type || rs[t].torch) {  // rs[t] is set for every tensor not read by the fast path
+      if (const int why = torch_begin_write(obj)) [[unlikely]] return autograd_write_error(st, t, obj, why);
+    }
+  }
   KernelLaunch launch(st.num_threads, st.debug_mode);
   int rc;
   if (elements >= st.release_gil_elements) {

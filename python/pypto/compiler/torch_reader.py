@@ -1,7 +1,7 @@
 """The fast torch.Tensor reader: compiled once against the installed torch's headers, cached on disk.
 
 torch's DLPack exchange API costs ~500 instructions per tensor on a call (it acquires the GIL through pybind11
-and builds DLPack metadata); reading TensorImpl through torch's inline accessors costs ~30. The reader is a tiny
+and builds DLPack metadata); reading TensorImpl through torch's inline accessors costs ~60. The reader is a tiny
 C++ file (src/python/torch_reader/torch_reader.cpp) compiled here with the installed torch's include directory,
 then validated by the core against the exchange API on probe tensors before it is used. Any failure leaves the
 exchange API in place (and says why once, as a warning). Set PYPTO_TORCH_FAST_READER=0 to disable it.

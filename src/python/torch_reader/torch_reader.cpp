@@ -1,7 +1,7 @@
 // torch_reader: a DLTensor reader for torch.Tensor compiled against the *installed* torch's own headers.
 //
 // Built on demand by python/pypto/compiler/torch_reader.py (cached on disk per torch installation) and loaded by
-// the core. It reads TensorImpl through torch's inline accessors: ~30 instructions per tensor instead of ~500 for
+// the core. It reads TensorImpl through torch's inline accessors: ~60 instructions per tensor instead of ~500 for
 // the DLPack exchange API (whose no-sync reader acquires the GIL through pybind11 and builds DLPack metadata).
 // Only plain dense CPU tensors are read here; anything else (python-dispatch subclasses, sparse, nested,
 // symbolic, other devices) returns 0 and the core falls back to the exchange API, which reports errors properly.
@@ -62,6 +62,17 @@ constexpr c10::DispatchKeySet kDeclined =
     c10::DispatchKeySet(c10::DispatchKey::Python) | c10::DispatchKeySet(c10::DispatchKey::PythonTLSSnapshot) |
     c10::DispatchKeySet(c10::DispatchKey::Negative) | c10::DispatchKeySet(c10::DispatchKey::Conjugate);
 
+// TensorImpl's sizes(), strides() and storage_offset() each re-test the sizes/strides policy and fall back to a virtual
+// call; with those calls in the function, g++ saves six registers on every read. Member pointers formed through a
+// derived class (the standard's protected-access rule) let the reader test the policy once, decline any custom one,
+// and read the fields the accessors would have returned. Never instantiated.
+struct ImplFields : c10::TensorImpl {
+  static constexpr auto kMatchesPolicy = &ImplFields::matches_policy;
+  static constexpr auto kSizesAndStrides = &ImplFields::sizes_and_strides_;
+  static constexpr auto kStorageOffset = &ImplFields::storage_offset_;
+  static constexpr auto kNumel = &ImplFields::numel_;
+};
+
 }  // namespace
 
 // 1: read; 0: not handled here (use the fallback reader). Never throws, never sets a Python error.
@@ -75,20 +86,24 @@ extern "C" __attribute__((visibility("default"), flatten)) int pypto_torch_read(
     if ((t->key_set().raw_repr() & kDeclined.raw_repr()) != 0 || t->has_symbolic_sizes_strides() ||
         t->unsafe_storage().unsafeGetStorageImpl() == nullptr)
       return 0;
+    // CustomStrides or above: sizes, strides or the offset come from a virtual method (symbolic sizes included:
+    // they force CustomSizes, refresh_sizes_strides_policy)
+    if ((t->*ImplFields::kMatchesPolicy)(c10::TensorImpl::SizesStridesPolicy::CustomStrides)) return 0;
     const unsigned st = static_cast<unsigned>(t->dtype().toScalarType());
     if (st >= kDtypeTableSize || kDtypes.v[st].itemsize == 0) return 0;
     const DtypeInfo& info = kDtypes.v[st];
     out->dtype = info.dl;
-    const c10::IntArrayRef sizes = t->sizes();
+    const c10::impl::SizesAndStrides& ss = t->*ImplFields::kSizesAndStrides;
     const void* base = t->unsafe_storage().data();
-    if (base == nullptr && t->numel() != 0) return 0;  // storage resized away: the fallback reports it
-    out->data = static_cast<char*>(const_cast<void*>(base)) + t->storage_offset() * static_cast<int64_t>(info.itemsize);
+    if (base == nullptr && t->*ImplFields::kNumel != 0) return 0;  // storage resized away: the fallback reports it
+    out->data = static_cast<char*>(const_cast<void*>(base)) +
+                (t->*ImplFields::kStorageOffset) * static_cast<int64_t>(info.itemsize);
     out->device = DLDevice{kDLCPU, 0};
-    out->ndim = static_cast<int32_t>(sizes.size());
-    out->shape = const_cast<int64_t*>(sizes.data());
+    out->ndim = static_cast<int32_t>(ss.size());
+    out->shape = const_cast<int64_t*>(ss.sizes_data());
     // strides as they are: the binder checks contiguity (TensorImpl::is_contiguous() is an out-of-line call that
     // costs more than the binder's stride walk on small ranks)
-    out->strides = const_cast<int64_t*>(t->strides().data());
+    out->strides = const_cast<int64_t*>(ss.strides_data());
     out->byte_offset = 0;
     return 1;
   } catch (...) {
