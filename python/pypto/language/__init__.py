@@ -25,8 +25,8 @@ __all__ = [
     "set_cube_tile_shapes", "get_vec_tile_shapes", "get_cube_tile_shapes",
     # elementwise
     "add", "sub", "mul", "div", "floor_divide", "remainder", "pow", "maximum", "minimum", "exp", "log", "sqrt",
-    "rsqrt", "tanh", "sigmoid", "relu", "abs", "neg", "round", "trunc", "floor", "ceil", "logical_not", "clip", "clamp",
-    "cast", "eq", "ne", "lt", "le", "gt", "ge", "where", "clone",
+    "rsqrt", "tanh", "sigmoid", "relu", "abs", "neg", "round", "trunc", "floor", "ceil", "logical_not", "clip",
+    "clamp", "cast", "eq", "ne", "lt", "le", "gt", "ge", "where", "clone",
     # reductions, matmul
     "sum", "amax", "amin", "prod", "mean", "softmax", "rms_norm", "cumsum", "matmul",
     # views, writes, shapes, local tensors

@@ -1,4 +1,5 @@
-"""Data-dependent indexing: gather, scatter_update (and its reference name scatter), topk (torch semantics, see docs/language.md).
+"""Data-dependent indexing: gather, scatter_update (also named scatter, as in the reference), topk (torch semantics,
+see docs/language.md).
 
 All three compute on the logical (valid) region of their operands. Index tensors may have any integer dtype;
 an index value outside [0, size) of the indexed dim makes the kernel fail with KernelRuntimeError (nothing

@@ -163,3 +163,16 @@ def test_matmul_rank4_batch_mismatch_is_refused_with_shapes():
     msg = str(e.value)
     assert "k_mm4" in msg and "batch dim 1" in msg and "[2, 3, 4, 8]" in msg and "[2, 4, 8, 5]" in msg
     torch.testing.assert_close(out, torch.full((2, 3, 4, 5), 1.0))
+
+
+@pypto.frontend.jit
+def k_methods(a: pypto.Tensor([], F32), idx: pypto.Tensor([], pypto.DT_INT64), out: pypto.Tensor([], F32)):
+    out[:] = a.round(decimals=1) + a.trunc() + a.scatter(0, idx, 2.0)
+
+
+def test_tensor_methods_round_trunc_scatter():
+    a = torch.randn(3, 4) * 10
+    idx = torch.randint(0, 3, (3, 4))
+    out = torch.zeros(3, 4)
+    k_methods(a, idx, out)
+    torch.testing.assert_close(out, a.round(decimals=1) + a.trunc() + a.scatter(0, idx, 2.0), rtol=0, atol=0)
