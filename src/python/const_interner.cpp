@@ -18,6 +18,35 @@ PyObject* enum_type() {
   return t;
 }
 
+// pypto.vocab.constkey.key: the value key of any other object (dataclass fields, pickle's arguments and state).
+PyObject* key_function() {
+  static PyObject* f = [] {
+    PyObject* mod = PyImport_ImportModule("pypto.vocab.constkey");
+    PyObject* k = mod ? PyObject_GetAttrString(mod, "key") : nullptr;
+    Py_XDECREF(mod);
+    PyErr_Clear();
+    return k;
+  }();
+  return f;
+}
+
+std::string exception_text() {
+  PyObject *t, *v, *tb;
+  PyErr_Fetch(&t, &v, &tb);
+  std::string text = "its key function failed";
+  if (v != nullptr) {
+    PyObject* s = PyObject_Str(v);
+    const char* u = s ? PyUnicode_AsUTF8(s) : nullptr;
+    if (u != nullptr) text = u;
+    Py_XDECREF(s);
+  }
+  Py_XDECREF(t);
+  Py_XDECREF(v);
+  Py_XDECREF(tb);
+  PyErr_Clear();
+  return text;
+}
+
 void put_ptr(std::string* out, const void* p) { out->append(reinterpret_cast<const char*>(&p), sizeof p); }
 void put_u64(std::string* out, uint64_t v) { out->append(reinterpret_cast<const char*>(&v), sizeof v); }
 
@@ -109,6 +138,7 @@ bool ConstInterner::encode(PyObject* obj, bool allow_identity, int depth, std::s
   }
   if (PyTuple_CheckExact(obj) || PyList_CheckExact(obj)) {
     const bool tuple = PyTuple_CheckExact(obj);
+    if (!tuple) mutable_seen_ = true;
     const Py_ssize_t n = tuple ? PyTuple_GET_SIZE(obj) : PyList_GET_SIZE(obj);
     out->push_back(tuple ? '(' : '[');
     put_u64(out, static_cast<uint64_t>(n));
@@ -141,13 +171,36 @@ bool ConstInterner::encode(PyObject* obj, bool allow_identity, int depth, std::s
     keep(obj);
     return true;
   }
-  *error = std::string("unsupported constant type '") + type->tp_name +
-           "' (constants may be None, bool, int, float, str, enum members, pypto dtypes, or tuples/lists of those)";
-  return false;
+  return encode_by_key(obj, depth, out, error);
+}
+
+bool ConstInterner::encode_by_key(PyObject* obj, int depth, std::string* out, std::string* error) {
+  PyTypeObject* type = Py_TYPE(obj);
+  PyObject* fn = key_function();
+  PyObject* res = fn ? PyObject_CallOneArg(fn, obj) : nullptr;
+  const char* tag = nullptr;
+  if (res != nullptr && PyTuple_Check(res) && PyTuple_GET_SIZE(res) == 3)
+    tag = PyUnicode_Check(PyTuple_GET_ITEM(res, 0)) ? PyUnicode_AsUTF8(PyTuple_GET_ITEM(res, 0)) : nullptr;
+  if (tag == nullptr || tag[0] == 0 || tag[1] != 0) {
+    *error = std::string("unsupported constant type '") + type->tp_name + "': " +
+             (PyErr_Occurred() ? exception_text() : std::string("no value key"));
+    Py_XDECREF(res);
+    return false;
+  }
+  // the type is part of the key (kept alive, so its address is never reused), then the value key, recursively
+  out->push_back(tag[0]);
+  put_ptr(out, type);
+  keep(reinterpret_cast<PyObject*>(type));
+  if (PyObject_IsTrue(PyTuple_GET_ITEM(res, 2)) == 1) mutable_seen_ = true;
+  PyErr_Clear();
+  const bool ok = encode(PyTuple_GET_ITEM(res, 1), /*allow_identity=*/false, depth + 1, out, error);
+  Py_DECREF(res);
+  return ok;
 }
 
 uint32_t ConstInterner::intern(PyObject* obj, bool allow_identity, std::string* error) {
   std::string enc;
+  mutable_seen_ = false;
   const size_t kept_before = kept_.size();
   if (!encode(obj, allow_identity, 0, &enc, error)) {
     while (kept_.size() > kept_before) {

@@ -2,7 +2,9 @@
 //
 // 1, True, 1.0 and "1" get four ids; -0.0 and 0.0 differ (bit patterns); a NaN keeps its id; int/float/str
 // subclasses are keyed by (type, value); enum members by identity (they are singletons). With allow_identity
-// (values of guarded globals: modules, functions, classes) any other object is keyed by identity. Every object
+// (values of guarded globals: modules, functions, classes) any other object is keyed by identity; without it, by
+// (type, the value key of pypto.vocab.constkey.key): a dataclass by its fields, other objects by what pickle
+// would rebuild them from, never by address. Every object
 // whose address takes part in a key is kept alive, so an address is never reused for a different key.
 // Slow path only: the call path first compares the object with the one it saw last.
 #pragma once
@@ -24,12 +26,17 @@ class ConstInterner {
   // Id for a sequence of ids (a guard state); never fails.
   uint32_t intern_ids(const uint32_t* ids, size_t n);
   // The object an id stands for (borrowed; NULL for the absent marker).
+  // Whether the value last interned holds a part that can change in place under the same identity (a list, a
+  // non-frozen dataclass, a plain object): its key must then be derived again on every call.
+  bool last_mutable() const { return mutable_seen_; }
   PyObject* value(uint32_t id) const { return id >= 1 && id <= values_.size() ? values_[id - 1] : nullptr; }
   ~ConstInterner();
 
  private:
   bool encode(PyObject* obj, bool allow_identity, int depth, std::string* out, std::string* error);
+  bool encode_by_key(PyObject* obj, int depth, std::string* out, std::string* error);
   void keep(PyObject* obj);
+  bool mutable_seen_ = false;
   std::unordered_map<std::string, uint32_t> ids_;
   std::unordered_map<std::string, uint32_t> state_ids_;
   std::vector<PyObject*> values_;   // strong references, index id-1

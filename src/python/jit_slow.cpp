@@ -66,16 +66,6 @@ bool learn_call_shape(JitState& st, Py_ssize_t nargs, PyObject* kwnames) {
   return true;
 }
 
-namespace {
-bool has_mutable_part(PyObject* o) {
-  if (PyList_Check(o)) return true;
-  if (PyTuple_Check(o))
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(o); ++i)
-      if (has_mutable_part(PyTuple_GET_ITEM(o, i))) return true;
-  return false;
-}
-}  // namespace
-
 uint32_t const_id_slow(JitState& st, int c, int pos, PyObject* obj) {
   if (is_tensor_like(obj)) {
     raise(PyExc_TypeError, msg::constant_got_tensor(st.table, pos, type_name(obj)));
@@ -93,7 +83,7 @@ uint32_t const_id_slow(JitState& st, int c, int pos, PyObject* obj) {
   Py_INCREF(obj);
   Py_XSETREF(cc.last, obj);
   cc.id = id;
-  cc.identity_ok = !has_mutable_part(obj);
+  cc.identity_ok = !interner().last_mutable();  // a list or a mutable object: re-keyed on every call
   return id;
 }
 
@@ -232,6 +222,11 @@ PyObject* probe_result(const JitState& st, bool hit, const uint64_t* key, int n,
 const Specialization* miss(JitState& st, PyObject** slots, const DLTensor* dl, const uint64_t* key, int n,
                            uint64_t hash) {
   st.counters.misses++;
+  if (st.on_options != nullptr) {  // the reference reads its option dicts when it compiles: so do we, on a miss
+    PyObject* r = PyObject_CallNoArgs(st.on_options);
+    if (r == nullptr) return nullptr;
+    Py_DECREF(r);
+  }
   if (!st.backend_reason.empty()) {
     raise_pypto("BackendUnavailableError", msg::head(st.table) + st.backend_reason);
     return nullptr;

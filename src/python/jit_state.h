@@ -62,6 +62,8 @@ struct JitState {
   PyObject* kwdefaults_seen = nullptr;  // same for __kwdefaults__ (strong)
   std::vector<PyObject*> defaults;      // default by position, borrowed from the two containers above
   PyObject* on_miss = nullptr;          // Python callable(args_tuple, key_bytes, tensor_meta) -> build result
+  PyObject* on_options = nullptr;       // optional Python callable() run first on every miss: re-reads the option
+                                        // dicts given to @jit and may call _set_runtime (reference semantics)
   std::vector<Guard> guards;
   uint32_t guard_state = 0;
   std::vector<DictWatch> dict_watch;    // distinct globals dicts of the guards (empty: versions not usable)

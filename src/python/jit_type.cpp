@@ -130,6 +130,7 @@ int jit_traverse(PyObject* o, visitproc visit, void* arg) {
   if (JitState* st = self->state) {
     Py_VISIT(st->fn);
     Py_VISIT(st->on_miss);
+    Py_VISIT(st->on_options);
     for (const Guard& g : st->guards) {
       Py_VISIT(g.container);
       Py_VISIT(g.last);
@@ -210,7 +211,32 @@ PyObject* jit_get_dict(PyObject* o, void*) {
   return self->dict;
 }
 
+// _set_runtime(run_mode, num_threads, debug_mode): the runtime options, re-read by the front end on a miss
+PyObject* jit_set_runtime(PyObject* o, PyObject* args) {
+  auto* self = reinterpret_cast<JitFunctionObject*>(o);
+  if (!self->state) return raise(PyExc_RuntimeError, "kernel was cleared");
+  int run_mode, num_threads, debug_mode;
+  if (!PyArg_ParseTuple(args, "iii", &run_mode, &num_threads, &debug_mode)) return nullptr;
+  JitState& st = *self->state;
+  st.run_mode = static_cast<RunMode>(run_mode);
+  st.backend_reason = backend_unavailable_reason(st.run_mode);
+  st.num_threads = num_threads < 1 ? 1 : num_threads;
+  st.debug_mode = debug_mode;
+  Py_RETURN_NONE;
+}
+
+// _watch_options(callable | None): called with no arguments at the start of every miss
+PyObject* jit_watch_options(PyObject* o, PyObject* fn) {
+  auto* self = reinterpret_cast<JitFunctionObject*>(o);
+  if (!self->state) return raise(PyExc_RuntimeError, "kernel was cleared");
+  if (fn != Py_None && !PyCallable_Check(fn)) return raise(PyExc_TypeError, "_watch_options expects a callable");
+  Py_XSETREF(self->state->on_options, fn == Py_None ? nullptr : Py_NewRef(fn));
+  Py_RETURN_NONE;
+}
+
 PyMethodDef jit_methods[] = {
+    {"_set_runtime", jit_set_runtime, METH_VARARGS, "_set_runtime(run_mode, num_threads, debug_mode)"},
+    {"_watch_options", jit_watch_options, METH_O, "_watch_options(callable | None): run at the start of a miss"},
     {"cache_info", jit_cache_info, METH_NOARGS,
      "cache_info() -> dict(hits, misses, specializations, compile_seconds)"},
     {"compile", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(jit_compile)), METH_FASTCALL | METH_KEYWORDS,
@@ -237,6 +263,7 @@ JitState::~JitState() {
   Py_XDECREF(defaults_seen);
   Py_XDECREF(kwdefaults_seen);
   Py_XDECREF(on_miss);
+  Py_XDECREF(on_options);
   for (Guard& g : guards) {
     Py_XDECREF(g.container);
     Py_XDECREF(g.name);

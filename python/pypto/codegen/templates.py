@@ -45,6 +45,7 @@ EW = {
     "abs": _fi("pypto_rt::fabs_({0})", "({0} < 0 ? -{0} : {0})"),
     "neg": "(-{0})",
     "round": _fi("pypto_rt::rint_({0})", "{0}"),
+    "trunc": _fi("pypto_rt::trunc_({0})", "{0}"),
     "floor": _fi("pypto_rt::floor_({0})", "{0}"),
     "ceil": _fi("pypto_rt::ceil_({0})", "{0}"),
     "logical_not": "(!{0})",

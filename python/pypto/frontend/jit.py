@@ -281,10 +281,38 @@ def _make(fn, groups: dict[str, Any]):
                                int(resolved.runtime["device_sched_parallelism"]),
                                int(resolved.debug["runtime_debug_mode"]))
     front._native_ref = weakref.ref(native)
+    if any(isinstance(g, dict) for g in groups.values()):
+        native._watch_options(_OptionWatch(front, names, groups, resolved))
     functools.update_wrapper(native, fn, updated=())
     if resolved.verify["enable_pass_verify"]:
         return VerifiedKernel(front, native)  # every call verifies each stage before launching
     return native
+
+
+class _OptionWatch:
+    """The option dicts given to @jit are kept by reference and read again on every miss, as the reference reads them
+    when it compiles: a program may set `runtime_options["run_mode"]` after decorating. A change re-validates all
+    groups and takes effect from that compile on (a hit keeps running what was compiled; `enable_pass_verify` is fixed
+    at decoration, since it decides the object `@jit` returned)."""
+
+    def __init__(self, front: JITKernel, names: list, groups: dict, resolved):
+        self.front, self.names, self.groups = front, names, groups
+        self.seen = self._snapshot()
+
+    def _snapshot(self) -> dict:
+        return {k: dict(v) for k, v in self.groups.items() if isinstance(v, dict)}
+
+    def __call__(self) -> None:
+        now = self._snapshot()
+        if now == self.seen:
+            return
+        resolved = _options.validate_options(self.front.name, self.names, **self.groups)
+        native = self.front._native_ref()
+        if native is not None:
+            native._set_runtime(int(resolved.runtime["run_mode"]), int(resolved.runtime["device_sched_parallelism"]),
+                                int(resolved.debug["runtime_debug_mode"]))
+        self.front.options = resolved
+        self.seen = now
 
 
 _Options = Optional[dict[str, Any]]  # one option group (host_options, runtime_options, ...)

@@ -522,6 +522,9 @@ def _install_operators():
         setattr(Sym, f"__{name}__", make(lambda a, b, op=op: compare(op, a, b), False))
     for name in ("and", "or"):
         setattr(Sym, f"__{name}__", make(lambda a, b, name=name: logical(name, a, b), False))
+    # the reference's scalar methods: `(n - i).min(16)` is min(n - i, 16)
+    Sym.min = lambda self, o: smin(self, o)
+    Sym.max = lambda self, o: smax(self, o)
 
 
 _install_operators()

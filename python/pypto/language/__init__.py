@@ -12,9 +12,9 @@ from . import control, elementwise, indexing, reduce, shape_ops, tensor_methods
 from .control import (ceildiv, cond, get_cube_tile_shapes, get_vec_tile_shapes, is_loop_begin, is_loop_end, loop,
                       loop_unroll, max, min, set_cube_tile_shapes, set_vec_tile_shapes)
 from .elementwise import (abs, add, cast, ceil, clamp, clip, clone, div, eq, exp, floor, floor_divide, ge, gt,
-                          le, log, logical_not, lt, maximum, minimum, mul, ne, neg, pow, relu, remainder, round,
+                          le, log, logical_not, lt, maximum, minimum, mul, ne, neg, pow, relu, remainder, round, trunc,
                           rsqrt, sigmoid, sqrt, sub, tanh, where)
-from .indexing import gather, scatter_update, topk
+from .indexing import gather, scatter, scatter_update, topk
 from .reduce import amax, amin, cumsum, matmul, mean, prod, rms_norm, softmax, sum
 from .shape_ops import (arange, one_hot, assemble, concat, expand_clone, full, permute, reshape, squeeze, tensor, transpose,
                         unsqueeze, view, zeros)
@@ -25,15 +25,15 @@ __all__ = [
     "set_cube_tile_shapes", "get_vec_tile_shapes", "get_cube_tile_shapes",
     # elementwise
     "add", "sub", "mul", "div", "floor_divide", "remainder", "pow", "maximum", "minimum", "exp", "log", "sqrt",
-    "rsqrt", "tanh", "sigmoid", "relu", "abs", "neg", "round", "floor", "ceil", "logical_not", "clip", "clamp",
-    "cast", "eq", "ne", "lt", "le", "gt", "ge", "where", "clone",
+    "rsqrt", "tanh", "sigmoid", "relu", "abs", "neg", "round", "trunc", "floor", "ceil", "logical_not", "clip",
+    "clamp", "cast", "eq", "ne", "lt", "le", "gt", "ge", "where", "clone",
     # reductions, matmul
     "sum", "amax", "amin", "prod", "mean", "softmax", "rms_norm", "cumsum", "matmul",
     # views, writes, shapes, local tensors
     "view", "assemble", "reshape", "transpose", "permute", "unsqueeze", "squeeze", "expand_clone", "full",
     "tensor", "zeros", "concat", "arange", "one_hot",
     # data-dependent indexing
-    "gather", "scatter_update", "topk",
+    "gather", "scatter", "scatter_update", "topk",
 ]
 
 tensor_methods.install()  # kernel tensors get their operators and methods

@@ -7,6 +7,8 @@ codegen/templates.py (EW) under the op's template name. Rules: docs/language.md.
 """
 from __future__ import annotations
 
+import builtins
+
 from ..ir.infer import KEEPS_SCALAR, round_scalar
 from ._helpers import (DT, S, Value, check_dtype, check_operand, check_tensor, compute_dtype, current,
                        elementwise, result_dtype)
@@ -84,7 +86,27 @@ sigmoid = _def_unary("sigmoid", "1 / (1 + exp(-x)). Integer inputs give FP32.", 
 relu = _def_unary("relu", "max(x, 0) (NaN propagates). Not for bool.", keep_int=True)
 abs = _def_unary("abs", "|x|. Not for bool.", keep_int=True)
 neg = _def_unary("neg", "-x. Not for bool.", keep_int=True)
-round = _def_unary("round", "Round half to even (torch.round). Integers are returned unchanged (copied).")
+_round0 = _def_unary("round", "Round half to even (torch.round). Integers are returned unchanged (copied).")
+
+
+def round(x, decimals=0):
+    """Round half to even (torch.round); integers are returned unchanged (copied). With `decimals` (a static int),
+    round to that many decimal places as torch.round(x, decimals=d) does: rint(x * 10**d) / 10**d, and for d < 0
+    rint(x / 10**-d) * 10**-d (fp16/bf16: in float32, rounded once at the end)."""
+    op = "round"
+    if isinstance(decimals, bool) or not isinstance(decimals, int):
+        raise current(op).error(op, f"decimals must be a static int, got {decimals!r}")
+    x = check_tensor(x, op)
+    if decimals == 0 or not x.dtype.is_float:
+        return _round0(x)
+    p = float(10 ** builtins.abs(decimals))
+    narrow = x.dtype in (DT.DT_FP16, DT.DT_BF16)  # torch keeps the three steps in float, rounding once at the end
+    y = cast(x, DT.DT_FP32) if narrow else x
+    y = div(_round0(mul(y, p)), p) if decimals > 0 else mul(_round0(div(y, p)), p)
+    return cast(y, x.dtype) if narrow else y
+
+
+trunc = _def_unary("trunc", "Round toward zero (torch.trunc). Integers unchanged.")
 floor = _def_unary("floor", "Round toward -inf. Integers unchanged.")
 ceil = _def_unary("ceil", "Round toward +inf. Integers unchanged.")
 
@@ -164,5 +186,5 @@ def clone(x):
 
 
 __all__ = ["add", "sub", "mul", "div", "floor_divide", "remainder", "pow", "maximum", "minimum", "exp", "log",
-           "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "abs", "neg", "round", "floor", "ceil", "logical_not",
-           "clip", "clamp", "cast", "eq", "ne", "lt", "le", "gt", "ge", "where", "clone"]
+           "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "abs", "neg", "round", "trunc", "floor", "ceil",
+           "logical_not", "clip", "clamp", "cast", "eq", "ne", "lt", "le", "gt", "ge", "where", "clone"]

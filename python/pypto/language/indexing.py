@@ -1,4 +1,5 @@
-"""Data-dependent indexing: gather, scatter_update, topk (torch semantics, see docs/language.md).
+"""Data-dependent indexing: gather, scatter_update (also named scatter, as in the reference), topk (torch semantics,
+see docs/language.md).
 
 All three compute on the logical (valid) region of their operands. Index tensors may have any integer dtype;
 an index value outside [0, size) of the indexed dim makes the kernel fail with KernelRuntimeError (nothing
@@ -76,7 +77,15 @@ def scatter_update(t, dim, index, src):
     leading index-shaped part of src is used), or a scalar. index.shape[d] <= t.shape[d] for d != dim.
     When several positions write the same element, the last one in row-major order of `index` wins
     (torch leaves this undefined). To update `t` itself write `t[:] = pypto.scatter_update(t, ...)`."""
-    op = "scatter_update"
+    return _scatter(t, dim, index, src, "scatter_update")
+
+
+def scatter(t, dim, index, src):
+    """torch.scatter(t, dim, index, src) out of place: the reference's name for scatter_update (same rules)."""
+    return _scatter(t, dim, index, src, "scatter")
+
+
+def _scatter(t, dim, index, src, op: str):
     b, t, d, index = _operands(t, dim, index, op)
     src = check_operand(src, op, "src")
     if isinstance(src, Value):
@@ -126,4 +135,4 @@ def topk(t, k, dim=-1, largest=True, sorted=True):
     return vals, idx
 
 
-__all__ = ["gather", "scatter_update", "topk"]
+__all__ = ["gather", "scatter", "scatter_update", "topk"]

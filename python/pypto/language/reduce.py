@@ -8,7 +8,7 @@ from __future__ import annotations
 from ..ir.infer import norm_dim
 from ._helpers import (DT, S, Value, check_dtype, check_tensor, compute_dtype, current, fmt_shape)
 from . import elementwise as E
-from .shape_ops import transpose
+from .shape_ops import reshape, transpose
 
 
 def _reduce(fn: str, t, dim, keepdim: bool, op: str, out_dtype=None) -> Value:
@@ -112,15 +112,65 @@ def cumsum(t, dim):
     return b.op("cumsum", out, [t], dim=d, ct=compute_dtype(t.dtype))
 
 
-def matmul(a, b, out_dtype=None, a_trans=False, b_trans=False):
-    """a @ b for rank-2 tensors (or rank-3 with a leading batch dim on either side), accumulating in float32
-    (float64 for fp64 inputs; int64 for integers) and converting to `out_dtype` at the end.
-    `a_trans`/`b_trans` use the transpose of the operand (a view, no copy). `out_dtype` defaults to a's
-    dtype for fp32/fp64/int inputs and FP32 for fp16/bf16 inputs."""
+def matmul(a, b, out_dtype=None, a_trans=False, b_trans=False, extend_params=None):
+    """a @ b for rank-2 tensors (or rank-3 with a leading batch dim on either side, or rank-4 with two batch
+    dims), accumulating in float32 (float64 for fp64 inputs; int64 for integers) and converting to `out_dtype`
+    at the end. `a_trans`/`b_trans` use the transpose of the operand (a view, no copy). `out_dtype` defaults to
+    a's dtype for fp32/fp64/int inputs and FP32 for fp16/bf16 inputs.
+
+    Rank 4: a is [B0, B1, M, K] and b either [B0, B1, K, N] (same batch dims) or [K, N]; the batch dims are
+    folded into one (a copy where an operand is a strided view) and unfolded in the result.
+    `extend_params={"bias_tensor": bias}` (the reference's spelling; "bias" is accepted too) adds `bias`
+    (broadcast to the result, e.g. [1, N]) to the product in out_dtype, as the reference's fused bias does."""
     op = "matmul"
     bld = current(op)
+    bias = None
+    if extend_params is not None:
+        if not isinstance(extend_params, dict):
+            raise bld.error(op, f"extend_params must be a dict, got {type(extend_params).__name__}")
+        unknown = sorted(set(extend_params) - {"bias_tensor", "bias"})
+        if unknown:
+            raise bld.error(op, f"extend_params: unsupported key(s) {unknown}; supported: 'bias_tensor'")
+        bias = extend_params.get("bias_tensor", extend_params.get("bias"))
+        if bias is not None:
+            bias = check_tensor(bias, op, "bias_tensor")
     a = check_tensor(a, op, "a")
     b = check_tensor(b, op, "b")
+    if len(a.shape) == 4 or len(b.shape) == 4:
+        r = _matmul4(a, b, out_dtype, a_trans, b_trans, op)
+    else:
+        r = _matmul(a, b, out_dtype, a_trans, b_trans, op)
+    if bias is None:
+        return r
+    return E.add(r, bias if bias.dtype == r.dtype else E.cast(bias, r.dtype))
+
+
+def _matmul4(a, b, out_dtype, a_trans, b_trans, op):
+    bld = current(op)
+    if len(a.shape) != 4 or len(b.shape) not in (2, 4):
+        raise bld.error(op, f"with a rank-4 operand, a must be rank 4 and b rank 4 or 2; got a "
+                            f"{fmt_shape(a.shape)}, b {fmt_shape(b.shape)}")
+    if a_trans:
+        a = transpose(a, -1, -2)
+    if b_trans:
+        b = transpose(b, -1, -2)
+    b0, b1 = a.shape[0], a.shape[1]
+    if len(b.shape) == 4:
+        for ax in (0, 1):
+            x, y = a.shape[ax], b.shape[ax]
+            if isinstance(x, int) and isinstance(y, int) and x != y:
+                raise bld.error(op, f"batch dim {ax} differs: a is {fmt_shape(a.shape)}, b is {fmt_shape(b.shape)}")
+            bld.check(S.compare("==", x, y), f"batch dim {ax} differs at run time ({S.to_text(x)} vs "
+                                             f"{S.to_text(y)})", op)
+    folded = S.mul(b0, b1)
+    a3 = reshape(a, [folded, a.shape[2], a.shape[3]])
+    b3 = reshape(b, [folded, b.shape[2], b.shape[3]]) if len(b.shape) == 4 else b
+    r = _matmul(a3, b3, out_dtype, False, False, op)
+    return reshape(r, [b0, b1, r.shape[1], r.shape[2]])
+
+
+def _matmul(a, b, out_dtype, a_trans, b_trans, op):
+    bld = current(op)
     if a.dtype != b.dtype:
         raise bld.error(op, f"operand dtypes differ: a is {a.dtype.short}, b is {b.dtype.short}")
     if a.dtype == DT.DT_BOOL:

@@ -389,9 +389,20 @@ def _local(shape, dtype, value, op):
     return b.op("fill", out, [value], tile=b.vec_tile)
 
 
-def full(shape, value, dtype):
-    """A local tile of `shape` filled with `value` (converted to `dtype`). It is writable."""
-    return _local(shape, dtype, value, "full")
+def full(shape, value, dtype, valid_shape=None):
+    """A local tile of `shape` filled with `value` (converted to `dtype`). It is writable. With `valid_shape`
+    (possibly symbolic) only that leading region is the tensor's logical region, as view(..., valid_shape=)."""
+    op = "full"
+    if valid_shape is None:
+        return _local(shape, dtype, value, op)
+    shape = check_int_list(shape, op, "shape")
+    valid = check_int_list(valid_shape, op, "valid_shape")
+    if len(valid) != len(shape):
+        raise current(op).error(op, f"valid_shape must have {len(shape)} entries (one per dim of shape), got "
+                                    f"{fmt_shape(valid)}")
+    if any(isinstance(d, S.Sym) for d in shape):  # no static tile to carve from: the valid region is the tensor
+        return _local(valid, dtype, value, op)
+    return view(_local(shape, dtype, value, op), shape, [0] * len(shape), valid_shape=valid)
 
 
 class _TensorFactory:

@@ -13,6 +13,7 @@ from ..ir.builder import active, current
 from ..ir.nodes import Value
 from ..vocab.dtypes import DataType
 from . import elementwise as ew
+from . import indexing
 from . import reduce as red
 from . import shape_ops
 
@@ -240,6 +241,15 @@ class TensorMethods:
 
     def clone(self):
         return ew.clone(self)
+
+    def round(self, decimals=0):
+        return ew.round(self, decimals)
+
+    def trunc(self):
+        return ew.trunc(self)
+
+    def scatter(self, dim, index, src):
+        return indexing.scatter(self, dim, index, src)
 
 
 

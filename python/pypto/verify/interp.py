@@ -289,8 +289,9 @@ def _ew(fn: str, a: list, ct):
         return torch.maximum(a[0], torch.zeros_like(a[0]))
     if fn == "abs":
         return torch.abs(a[0])
-    if fn in ("round", "floor", "ceil"):
-        return {"round": torch.round, "floor": torch.floor, "ceil": torch.ceil}[fn](a[0]) if f else a[0]
+    if fn in ("round", "trunc", "floor", "ceil"):
+        return {"round": torch.round, "trunc": torch.trunc, "floor": torch.floor,
+                "ceil": torch.ceil}[fn](a[0]) if f else a[0]
     cmp = {"eq": torch.eq, "ne": torch.ne, "lt": torch.lt, "le": torch.le, "gt": torch.gt, "ge": torch.ge}
     if fn in cmp:
         return cmp[fn](a[0], a[1])

@@ -2,13 +2,14 @@
 got) and no output modified by a call that raised."""
 
 import ctypes
+import threading
 
 import numpy as np
 import pytest
 import torch
 
 import pypto
-from pypto.errors import BackendUnavailableError, KernelDefinitionError, OptionError
+from pypto.errors import BackendUnavailableError, KernelDefinitionError, KernelTraceError, OptionError
 
 from ._util import assert_untouched, info, raises, rand, sentinel, snap
 
@@ -215,8 +216,16 @@ def test_tensor_where_constant_expected(warm):
     assert_untouched(before, out)
 
 
-@pytest.mark.parametrize("bad", [{"x": 1}, {1, 2}, object(), (1, {}), [1, object()]],
-                         ids=["dict", "set", "object", "tuple-with-dict", "list-with-object"])
+_LOCK = threading.Lock()
+
+
+def _module_level_function():
+    return 1
+
+
+# Objects with no value key (pickle cannot rebuild a lock; a lambda has no stable name) are refused by the core.
+@pytest.mark.parametrize("bad", [_LOCK, lambda: 1, (1, _LOCK), [1, lambda: 0]],
+                         ids=["lock", "lambda", "tuple-with-lock", "list-with-lambda"])
 def test_unsupported_constant_type(bad, warm):
     k = make_scaled()
     a, out = rand(2, 3), sentinel(2, 3)
@@ -225,9 +234,23 @@ def test_unsupported_constant_type(bad, warm):
     before = snap(out)
     n_before = info(k)["specializations"]
     msg = raises(TypeError, lambda: k(a, out, bad), "kernel 'scaled'", "parameter 'alpha'", "constant")
-    inner = type(bad).__name__ if not isinstance(bad, (tuple, list)) else ("dict" if isinstance(bad, tuple)
-                                                                          else "object")
-    assert inner in msg
+    inner = bad[1] if isinstance(bad, (tuple, list)) else bad
+    assert type(inner).__name__ in msg
+    assert_untouched(before, out)
+    assert info(k)["specializations"] == n_before
+
+
+# Objects with a value key are constants (pypto.vocab.constkey); one the kernel cannot compute with fails its trace.
+@pytest.mark.parametrize("bad", [{"x": 1}, {1, 2}, object(), (1, {}), [1, _module_level_function]],
+                         ids=["dict", "set", "object", "tuple-with-dict", "list-with-function"])
+def test_keyed_constant_misused_fails_the_trace(bad, warm):
+    k = make_scaled()
+    a, out = rand(2, 3), sentinel(2, 3)
+    if warm:
+        k(a, sentinel(2, 3), 2.0)
+    before = snap(out)
+    n_before = info(k)["specializations"]
+    raises(KernelTraceError, lambda: k(a, out, bad), "kernel 'scaled'", "mul", type(bad).__name__)
     assert_untouched(before, out)
     assert info(k)["specializations"] == n_before
 
@@ -302,7 +325,7 @@ def test_all_arguments_checked_before_launch_constant_error_last():
     a, out = rand(3, 3), sentinel(3, 3)
     k(a, sentinel(3, 3), 2.0)
     before = snap(out)
-    raises(TypeError, lambda: k(a, out, {"bad": 1}), "parameter 'alpha'")
+    raises(TypeError, lambda: k(a, out, _LOCK), "parameter 'alpha'")
     assert_untouched(before, out)
 
 
