@@ -11,6 +11,7 @@ Three tables, one per moment an error is found:
 from __future__ import annotations
 
 import re
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -140,8 +141,9 @@ CALL = {  # id -> (kernel, args, kwargs, exception, parts beyond the kernel name
     "too_many_arguments": (M.fixed_add, (_t(8), _t(8), _t(8), _t(8)), {}, TypeError, ["argument"]),
     "unknown_keyword": (M.with_constant, (_t(8), _t(8)), {"beta": 2.0}, TypeError, ["beta"]),
     "named_dims_disagree": (M.named_dims, (_t(8), _t(6)), {}, ValueError, ["'N'", "8", "6"]),
-    "unsupported_constant": (M.with_constant, (_t(8), _t(8)), {"alpha": object()}, TypeError,
-                             ["parameter 'alpha'", "object"]),
+    # objects are keyed by value (dataclass fields, or what pickle rebuilds them from); one with neither is refused
+    "unsupported_constant": (M.with_constant, (_t(8), _t(8)), {"alpha": threading.Lock()}, TypeError,
+                             ["parameter 'alpha'", "lock", "compile-time constant"]),
     "tensor_for_scalar": (M.with_scalar, (_t(8), _t(8)), {"s": _t(1)}, TypeError, ["parameter 's'"]),
 }
 
