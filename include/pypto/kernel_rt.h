@@ -207,6 +207,7 @@ static inline float exp_(float x) {
 PYPTO_RT_UNARY(log_, __builtin_logf, __builtin_log)
 PYPTO_RT_UNARY(sqrt_, __builtin_sqrtf, __builtin_sqrt)
 PYPTO_RT_UNARY(tanh_, __builtin_tanhf, __builtin_tanh)
+PYPTO_RT_UNARY(erfc_, __builtin_erfcf, __builtin_erfc)
 PYPTO_RT_UNARY(floor_, __builtin_floorf, __builtin_floor)
 PYPTO_RT_UNARY(ceil_, __builtin_ceilf, __builtin_ceil)
 PYPTO_RT_UNARY(trunc_, __builtin_truncf, __builtin_trunc)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from ..ir.nodes import TEMP, Assign, Check, Op, Value, same_dim
 
-EXPENSIVE = {"exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "pow", "div", "floordiv", "mod"}
+EXPENSIVE = {"exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erfc", "pow", "div", "floordiv", "mod"}
 
 
 class Group:

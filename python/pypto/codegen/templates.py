@@ -41,6 +41,7 @@ EW = {
     "rsqrt": "(({ct})1 / pypto_rt::sqrt_({0}))",
     "tanh": "pypto_rt::tanh_({0})",
     "sigmoid": "pypto_rt::sigmoid<{ct}>({0})",
+    "erfc": "pypto_rt::erfc_({0})",
     "relu": "pypto_rt::maximum<{ct}>({0}, ({ct})0)",
     "abs": _fi("pypto_rt::fabs_({0})", "({0} < 0 ? -{0} : {0})"),
     "neg": "(-{0})",

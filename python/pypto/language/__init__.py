@@ -11,7 +11,7 @@ Layer 3 of the package: may import errors, vocab and ir (it installs the tensor 
 from . import control, elementwise, indexing, reduce, shape_ops, tensor_methods
 from .control import (ceildiv, cond, get_cube_tile_shapes, get_vec_tile_shapes, is_loop_begin, is_loop_end, loop,
                       loop_unroll, max, min, set_cube_tile_shapes, set_vec_tile_shapes)
-from .elementwise import (abs, add, cast, ceil, clamp, clip, clone, div, eq, exp, floor, floor_divide, ge, gt,
+from .elementwise import (abs, add, cast, ceil, clamp, clip, clone, div, eq, erfc, exp, floor, floor_divide, ge, gt,
                           le, log, logical_not, lt, maximum, minimum, mul, ne, neg, pow, relu, remainder, round, trunc,
                           rsqrt, sigmoid, sqrt, sub, tanh, where)
 from .indexing import gather, scatter, scatter_update, topk
@@ -25,7 +25,7 @@ __all__ = [
     "set_cube_tile_shapes", "get_vec_tile_shapes", "get_cube_tile_shapes",
     # elementwise
     "add", "sub", "mul", "div", "floor_divide", "remainder", "pow", "maximum", "minimum", "exp", "log", "sqrt",
-    "rsqrt", "tanh", "sigmoid", "relu", "abs", "neg", "round", "trunc", "floor", "ceil", "logical_not", "clip",
+    "rsqrt", "tanh", "sigmoid", "erfc", "relu", "abs", "neg", "round", "trunc", "floor", "ceil", "logical_not", "clip",
     "clamp", "cast", "eq", "ne", "lt", "le", "gt", "ge", "where", "clone",
     # reductions, matmul
     "sum", "amax", "amin", "prod", "mean", "softmax", "rms_norm", "cumsum", "matmul",

@@ -83,6 +83,8 @@ sqrt = _def_unary("sqrt", "Square root (correctly rounded). Integer inputs give 
 rsqrt = _def_unary("rsqrt", "1 / sqrt(x). Integer inputs give FP32.", float_only=True)
 tanh = _def_unary("tanh", "Hyperbolic tangent. Integer inputs give FP32.", float_only=True)
 sigmoid = _def_unary("sigmoid", "1 / (1 + exp(-x)). Integer inputs give FP32.", float_only=True)
+erfc = _def_unary("erfc", "Complementary error function 1 - erf(x), accurate for large x (torch.erfc). Integer "
+                          "inputs give FP32.", float_only=True)
 relu = _def_unary("relu", "max(x, 0) (NaN propagates). Not for bool.", keep_int=True)
 abs = _def_unary("abs", "|x|. Not for bool.", keep_int=True)
 neg = _def_unary("neg", "-x. Not for bool.", keep_int=True)
@@ -186,5 +188,5 @@ def clone(x):
 
 
 __all__ = ["add", "sub", "mul", "div", "floor_divide", "remainder", "pow", "maximum", "minimum", "exp", "log",
-           "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "abs", "neg", "round", "trunc", "floor", "ceil",
+           "sqrt", "erfc", "rsqrt", "tanh", "sigmoid", "relu", "abs", "neg", "round", "trunc", "floor", "ceil",
            "logical_not", "clip", "clamp", "cast", "eq", "ne", "lt", "le", "gt", "ge", "where", "clone"]

@@ -278,7 +278,7 @@ def _ew(fn: str, a: list, ct):
         return torch.maximum(a[0], a[1])
     if fn == "minimum":
         return torch.minimum(a[0], a[1])
-    unary = {"exp": torch.exp, "log": torch.log, "sqrt": torch.sqrt, "tanh": torch.tanh,
+    unary = {"exp": torch.exp, "log": torch.log, "sqrt": torch.sqrt, "tanh": torch.tanh, "erfc": torch.erfc,
              "sigmoid": lambda x: 1 / (1 + torch.exp(-x)), "neg": torch.neg,
              "logical_not": torch.logical_not}
     if fn in unary:

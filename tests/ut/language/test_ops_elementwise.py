@@ -67,6 +67,7 @@ def _float_cases(dt):
         ("rsqrt", lambda a, b, c: pypto.rsqrt(pypto.abs(a) + 0.5), lambda a, b, c: torch.rsqrt(a.abs() + 0.5)),
         ("tanh", lambda a, b, c: pypto.tanh(a), lambda a, b, c: torch.tanh(a)),
         ("sigmoid", lambda a, b, c: pypto.sigmoid(a), lambda a, b, c: torch.sigmoid(a)),
+        ("erfc", lambda a, b, c: pypto.erfc(a), lambda a, b, c: torch.erfc(a)),
         ("pow", lambda a, b, c: pypto.abs(a) ** b, lambda a, b, c: a.abs() ** b),
         ("pow_s", lambda a, b, c: a ** 2, lambda a, b, c: a ** 2),
         ("rpow", lambda a, b, c: 2.0 ** a, lambda a, b, c: 2.0 ** a),
