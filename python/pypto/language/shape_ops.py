@@ -150,6 +150,25 @@ def getitem(t: Value, idx, op="getitem") -> Value:
     return b.new_view(t, off, tuple(off_shape), tuple(off_cap), tuple(out_strides))
 
 
+def _valid_region(dst: Value, src: Value, op: str) -> Value:
+    """The part of dst that a tile with a smaller valid region writes: a tile whose static capacity (cap) is
+    dst's shape but whose valid_shape is smaller on some dims (view/full/reshape with valid_shape=) writes only
+    its valid region, from dst's origin; the rest of dst keeps its values (the reference's semantics). Only
+    static sizes are narrowed here; other shapes go through the usual checks."""
+    if len(src.shape) != len(dst.shape):
+        return dst
+    narrowed = False
+    for sd, dd, c in zip(src.shape, dst.shape, src.cap):
+        if sd is dd or (isinstance(sd, int) and isinstance(dd, int) and sd == dd):
+            continue
+        if not (isinstance(sd, int) and isinstance(dd, int) and isinstance(c, int) and sd < dd == c):
+            return dst
+        narrowed = True
+    if not narrowed:
+        return dst
+    return _window(dst, [0] * len(dst.shape), tuple(src.shape), tuple(src.shape), op)
+
+
 def write(dst: Value, src, op: str):
     """dst <- src (src broadcast to dst's shape; dtypes must match exactly)."""
     b = current(op)
@@ -158,6 +177,7 @@ def write(dst: Value, src, op: str):
         if src.dtype != dst.dtype:
             raise b.error(op, f"dtype mismatch: writing {src.dtype.short} into a {dst.dtype.short} tensor; "
                               f"convert first with pypto.cast(x, pypto.{dst.dtype.name})")
+        dst = _valid_region(dst, src, op)
         if len(src.shape) > len(dst.shape):
             raise b.error(op, f"shape mismatch: cannot write a value of shape {fmt_shape(src.shape)} into a "
                               f"region of shape {fmt_shape(dst.shape)}")
