@@ -186,8 +186,9 @@ def test_cpp_example_with_cmake(tmp_path):
     mod.main(str(bundle))  # what `python examples/cpp/export_bundle.py DIR` runs
     d = pypto_dirs()
     src = REPO / "examples" / "cpp"
+    # the binary's rpath names the installed library's folder: another install (same bytes) needs its own build
     stamp = hashlib.sha256((src / "serving.cpp").read_bytes() + (src / "CMakeLists.txt").read_bytes() +
-                           (d["lib"] / "libpypto_runtime.so").read_bytes()).hexdigest()[:16]
+                           (d["lib"] / "libpypto_runtime.so").read_bytes() + str(d["lib"]).encode()).hexdigest()[:16]
     build = build_dir_root() / f"serving-{stamp}"
     import fcntl
     import os
