@@ -225,6 +225,22 @@ static inline bool isnan_(float x) { return x != x; }
 static inline bool isnan_(double x) { return x != x; }
 static inline bool isnan_(int64_t) { return false; }
 
+/* Stable sort of the indices ids[0..n) by `before(a, b)` (a strictly ranks before b): bottom-up merge sort
+ * through the scratch array tmp[0..n) (pypto.argsort). */
+template <class Before>
+static inline void stable_sort_idx(int64_t* ids, int64_t* tmp, int64_t n, Before before) {
+  for (int64_t w = 1; w < n; w *= 2) {
+    for (int64_t lo = 0; lo < n; lo += 2 * w) {
+      const int64_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+      int64_t i = lo, j = mid, k = lo;
+      while (i < mid && j < hi) tmp[k++] = before(ids[j], ids[i]) ? ids[j++] : ids[i++];
+      while (i < mid) tmp[k++] = ids[i++];
+      while (j < hi) tmp[k++] = ids[j++];
+    }
+    for (int64_t k = 0; k < n; ++k) ids[k] = tmp[k];
+  }
+}
+
 /* maximum/minimum propagate NaN like torch.maximum / torch.amax */
 template <class T>
 static inline T maximum(T a, T b) {

@@ -8,16 +8,19 @@ the op, what was expected and what it got. Tensors inside a kernel also support 
 Layer 3 of the package: may import errors, vocab and ir (it installs the tensor operators on the IR's Value,
 `tensor_methods.py`); never codegen, compiler, verify, frontend, export or bench.
 """
-from . import control, elementwise, indexing, reduce, shape_ops, tensor_methods
+from . import control, elementwise, indexing, reduce, shape_ops, struct_ops, tensor_methods
 from .control import (ceildiv, cond, get_cube_tile_shapes, get_vec_tile_shapes, is_loop_begin, is_loop_end, loop,
                       loop_unroll, max, min, set_cube_tile_shapes, set_vec_tile_shapes)
 from .elementwise import (abs, add, cast, ceil, clamp, clip, clone, div, eq, erfc, exp, floor, floor_divide, ge, gt,
                           le, log, logical_not, lt, maximum, minimum, mul, ne, neg, pow, relu, remainder, round, trunc,
                           rsqrt, sigmoid, sqrt, sub, tanh, where)
-from .indexing import gather, scatter, scatter_update, topk
-from .reduce import amax, amin, cumsum, matmul, mean, prod, rms_norm, softmax, sum
+from .indexing import (gather, index_add, index_add_, index_add__ub, index_add_ub, index_put_, index_select, scatter,
+                       scatter_, scatter_update, topk)
+from .reduce import amax, amin, cumprod, cumsum, matmul, mean, prod, rms_norm, softmax, sum
 from .shape_ops import (arange, one_hot, assemble, concat, expand_clone, full, permute, reshape, squeeze, tensor, transpose,
-                        unsqueeze, view, zeros)
+                        unsqueeze, view, zeros, ones)
+from .struct_ops import (argmax, argmin, argsort, atomic_add, axpy_, deinterleave, fillpad, gathermask, interleave,
+                         pad, tril, triu, var)
 
 __all__ = [
     # control flow and tiling
@@ -34,6 +37,10 @@ __all__ = [
     "tensor", "zeros", "concat", "arange", "one_hot",
     # data-dependent indexing
     "gather", "scatter", "scatter_update", "topk",
+    # structural / index ops of the reference (struct_ops.py, indexing.py)
+    "argmax", "argmin", "argsort", "cumprod", "tril", "triu", "var", "ones", "pad", "fillpad", "gathermask",
+    "interleave", "deinterleave", "axpy_", "atomic_add", "index_select", "index_add", "index_add_", "index_add_ub",
+    "index_add__ub", "index_put_", "scatter_",
 ]
 
 tensor_methods.install()  # kernel tensors get their operators and methods

@@ -104,12 +104,23 @@ def rms_norm(t, weight=None, eps=1e-6, dim=-1):
 
 def cumsum(t, dim):
     """Inclusive prefix sum along `dim` (fp16/bf16 accumulate in float32)."""
-    op = "cumsum"
+    return _scan("sum", t, dim, "cumsum")
+
+
+def cumprod(t, dim):
+    """Inclusive prefix product along `dim` (torch.cumprod; fp16/bf16 accumulate in float32 and each output is
+    rounded once; integers keep the input dtype and wrap, unlike torch.cumprod which widens to int64)."""
+    return _scan("prod", t, dim, "cumprod")
+
+
+def _scan(fn: str, t, dim, op: str) -> Value:
     b = current(op)
     t = check_tensor(t, op)
+    if fn == "prod" and t.dtype == DT.DT_BOOL:
+        raise b.error(op, "bool tensors are not supported; cast to an integer dtype first")
     d = norm_dim(dim, len(t.shape), lambda m: b.error(op, m))
     out = b.new_temp(t.dtype, t.shape, t.cap)
-    return b.op("cumsum", out, [t], dim=d, ct=compute_dtype(t.dtype))
+    return b.op("cumsum", out, [t], dim=d, ct=compute_dtype(t.dtype), fn=fn)
 
 
 def matmul(a, b, out_dtype=None, a_trans=False, b_trans=False, extend_params=None):
@@ -206,4 +217,4 @@ def _matmul(a, b, out_dtype, a_trans, b_trans, op):
     return bld.op("matmul", out, [a, b], ct=ct, tile=bld.cube_tile)
 
 
-__all__ = ["sum", "amax", "amin", "prod", "mean", "softmax", "rms_norm", "cumsum", "matmul"]
+__all__ = ["sum", "amax", "amin", "prod", "mean", "softmax", "rms_norm", "cumsum", "cumprod", "matmul"]

@@ -176,7 +176,43 @@ class _Interp:
 
     def op_cumsum(self, op):
         t = self.load(op.ins[0], op.attrs["ct"])
-        self.store(op.out, t.cumsum(op.attrs["dim"]))
+        if op.attrs.get("fn") == "prod":
+            self.store(op.out, t.cumprod(op.attrs["dim"]))
+        else:
+            self.store(op.out, t.cumsum(op.attrs["dim"]))
+
+    def op_argext(self, op):
+        t = self.load(op.ins[0], op.attrs["ct"])
+        d = op.attrs["dim"]
+        r = (torch.argmax if op.attrs["largest"] else torch.argmin)(t, dim=d, keepdim=op.attrs["keepdim"])
+        self.store(op.out, r)
+
+    def op_argsort(self, op):
+        t = self.load(op.ins[0], op.attrs["ct"])
+        _, order = torch.sort(t, dim=op.attrs["dim"], descending=op.attrs["descending"], stable=True)
+        self.store(op.out, order)
+
+    def _update(self, out, at, val, reduce, ct, alpha=1):
+        """out[at] = val, or (reduce 'add' / 'mul') out[at] (+|*)= alpha * val in compute type ct, rounded once."""
+        if reduce is None:
+            out[at] = val
+            return
+        c = _compute(ct)
+        cur, v = out[at].to(c), val.to(c)
+        if alpha != 1:
+            v = torch.tensor(alpha, dtype=c) * v
+        out[at] = _convert(cur + v if reduce == "add" else cur * v, op_dtype(out))
+
+    def op_index_put(self, op):
+        t, vals, idxs = op.ins[0], op.ins[1], op.ins[2:]
+        out = self.view(op.out)
+        out.copy_(self.view(t))
+        v = self.view(vals)
+        ixs = [self._index(self.view(ix), out.shape[j], msg) for j, (ix, msg) in enumerate(zip(idxs, op.attrs["msgs"]))]
+        red = "add" if op.attrs["accumulate"] else None
+        for r in range(v.shape[0]):     # in row order, like the generated loops
+            at = tuple(int(ix[r]) for ix in ixs)
+            self._update(out, at, v[r], red, op.attrs["ct"])
 
     def op_matmul(self, op):
         ct = _compute(op.attrs["ct"])
@@ -212,7 +248,8 @@ class _Interp:
             j = list(_unravel(pos, ix.shape))
             tgt = list(j)
             tgt[d] = int(ix[tuple(j)])
-            out[tuple(tgt)] = sv[tuple(j)]
+            self._update(out, tuple(tgt), sv[tuple(j)], op.attrs.get("reduce"), op.attrs.get("ct"),
+                         op.attrs.get("alpha", 1))
 
     def op_topk(self, op):
         t = self.load(op.ins[0], op.attrs["ct"])
@@ -221,6 +258,11 @@ class _Interp:
             return
         _, order = torch.sort(t, dim=d, descending=largest, stable=True)
         self.store(op.out, order.narrow(d, 0, k))
+
+
+def op_dtype(t: torch.Tensor):
+    """The pypto dtype of a torch tensor of this interpreter."""
+    return next(k for k, v in _TORCH.items() if v == t.dtype)
 
 
 def _unravel(pos, shape):

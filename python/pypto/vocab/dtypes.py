@@ -162,3 +162,13 @@ def from_any(obj) -> DataType:
     if mod.startswith("torch"):
         return from_torch(obj)
     return from_numpy(obj)
+
+
+def bytes_of(dtype) -> int:
+    """`pypto.bytes_of(dtype)`: bytes per element of a dtype (the reference's table: 1 for the 8-bit and 4-bit
+    types, a packed x2 FP4 pair is one byte). Accepts a pypto DataType (or a torch / numpy dtype)."""
+    try:
+        dt = from_any(dtype)
+    except Exception:
+        raise TypeError(f"bytes_of: expected a pypto DataType such as pypto.DT_FP32, got {dtype!r}") from None
+    return dt.itemsize
