@@ -485,19 +485,21 @@ def test_bytes_of_matches_torch_itemsize():
 
 # ---- the verify interpreter knows the new IR ops ------------------------------------------------------------
 def test_new_ops_under_verify_both_stages_ok():
-    def body(x: T([]), idx: T([], pypto.DT_INT64), a: T([], I32), s: T([], I32), c: T([]), sc: T([]), ip: T([])):
+    def body(x: T([]), idx: T([], pypto.DT_INT64), a: T([], I32), s: T([], I32), c: T([]), sc: T([]), ip: T([]),
+             ia: T([])):
         a[:] = pypto.argmin(x, 1, keepdim=True)
         s[:] = pypto.argsort(x, 0, descending=True)
         c[:] = pypto.cumprod(x, 1)
         sc[:] = pypto.scatter(x, 1, idx, 2.0, reduce="multiply")
         ip[:] = x
         pypto.index_put_(ip, (idx[0, :], idx[1, :]), x[0, :], accumulate=True)
+        ia[:] = pypto.index_add(pypto.index_select(x, 1, idx[1, :]), 0, idx[0, 0:2], x[0:2, :], alpha=-1.5)
 
     k = pypto.frontend.jit(body, verify_options={"enable_pass_verify": True, "pass_verify_error_tol": [1e-5, 1e-5]})
     x = torch.rand(4, 6) + 0.5
     idx = torch.tensor([[0, 1, 1, 3, 3, 2], [5, 5, 0, 1, 2, 5], [0, 0, 0, 0, 0, 0], [1, 1, 1, 1, 1, 1]])
     outs = [torch.zeros(4, 1, dtype=torch.int32), torch.zeros(4, 6, dtype=torch.int32), torch.zeros(4, 6),
-            torch.zeros(4, 6), torch.zeros(4, 6)]
+            torch.zeros(4, 6), torch.zeros(4, 6), torch.zeros(4, 6)]
     k(x, idx, *outs)
     assert [(r.stage, r.status) for r in k.last_verify] == [("TENSOR_GRAPH", "ok"), ("CODEGEN_BINARY", "ok")]
     assert torch.equal(outs[0], torch.argmin(x, 1, keepdim=True).int())
@@ -506,3 +508,5 @@ def test_new_ops_under_verify_both_stages_ok():
     assert torch.equal(outs[3], x.clone().scatter_(1, idx, 2.0, reduce="multiply"))
     want = x.clone().index_put_((idx[0], idx[1]), x[0], accumulate=True)
     torch.testing.assert_close(outs[4], want, rtol=1e-6, atol=1e-6)
+    want = x[:, idx[1]].index_add(0, idx[0, 0:2], x[0:2, :], alpha=-1.5)
+    torch.testing.assert_close(outs[5], want, rtol=1e-6, atol=1e-6)
