@@ -356,3 +356,33 @@ def test_wrong_new_dtype_names_kernel_parameter_expected_got(dt, arg, got):
     raises(TypeError, lambda: k(a, out), "kernel 'k_copy'", "parameter 'a'", f"expected dtype {dt.short}",
            f"got {got}")
     assert_untouched(before, out)
+
+
+# ---- verify_options: the IR interpreter knows the new dtypes -----------------------------------------------------
+
+def test_verify_interprets_uint_and_fp8_kernels():
+    def body(a: pypto.Tensor([], pypto.DT_UINT64), b: pypto.Tensor([], pypto.DT_UINT64),
+             x: pypto.Tensor([], pypto.DT_FP32), m: pypto.Tensor([], pypto.DT_UINT64),
+             lt: pypto.Tensor([], pypto.DT_BOOL), s: pypto.Tensor([], pypto.DT_UINT64),
+             q: pypto.Tensor([], pypto.DT_FP8E4M3), y: pypto.Tensor([], pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(16)
+        m[:] = pypto.maximum(a, b) * 3 - b
+        lt[:] = a < b
+        s[:] = pypto.amax(a, 0, keepdim=True) + pypto.amin(b, 0, keepdim=True)
+        q[:] = pypto.cast(x, pypto.DT_FP8E4M3)
+        y[:] = pypto.cast(q, pypto.DT_FP32) * 2.0
+    k = pypto.frontend.jit(body, verify_options={"enable_pass_verify": True})
+    a, b = _uint_data(np.uint64, 32, seed=8), _uint_data(np.uint64, 32, seed=9)
+    x = np.linspace(-600, 600, 32, dtype=np.float32)
+    m, s = np.zeros_like(a), np.zeros(1, np.uint64)
+    lt = np.zeros(32, bool)
+    q, y = torch.zeros(32, dtype=torch.float8_e4m3fn), np.zeros(32, np.float32)
+    k(a, b, x, m, lt, s, q, y)
+    assert [(r.stage, r.status) for r in k.last_verify] == [("TENSOR_GRAPH", "ok"), ("CODEGEN_BINARY", "ok")]
+    with np.errstate(all="ignore"):
+        assert np.array_equal(m, np.maximum(a, b) * np.uint64(3) - b)
+        assert np.array_equal(s, np.array([a.max() + b.min()], np.uint64))
+    assert np.array_equal(lt, a < b)
+    tq = torch.from_numpy(x).to(torch.float8_e4m3fn)
+    assert torch.equal(q.view(torch.uint8), tq.view(torch.uint8))
+    assert np.array_equal(y, (tq.float() * 2.0).numpy())
