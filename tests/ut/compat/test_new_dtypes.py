@@ -386,3 +386,26 @@ def test_verify_interprets_uint_and_fp8_kernels():
     tq = torch.from_numpy(x).to(torch.float8_e4m3fn)
     assert torch.equal(q.view(torch.uint8), tq.view(torch.uint8))
     assert np.array_equal(y, (tq.float() * 2.0).numpy())
+
+
+def test_export_manifest_names_the_new_dtypes(tmp_path):
+    import json
+
+    @pypto.frontend.jit
+    def k_exp(a: pypto.Tensor([4], pypto.DT_UINT32), q: pypto.Tensor([4], pypto.DT_FP8E5M2),
+              p: pypto.Tensor([4], pypto.DT_FP4_E2M1X2), out: pypto.Tensor([4], pypto.DT_FP32)):
+        out[:] = pypto.cast(a, pypto.DT_FP32) + pypto.cast(q, pypto.DT_FP32)
+    # example specs materialize as zero tensors of the torch dtype
+    pypto.export([k_exp], tmp_path, examples={"k_exp": [tuple(pypto.Tensor([4], d) for d in (
+        pypto.DT_UINT32, pypto.DT_FP8E5M2, pypto.DT_FP4_E2M1X2, pypto.DT_FP32))]})
+    m = json.loads((tmp_path / "manifest.json").read_text())
+    kern = m["kernels"][0]
+    assert [p["dtype"] for p in kern["params"]] == ["uint32", "float8_e5m2", "float4_e2m1fn_x2", "float32"]
+    assert [t["dtype"] for t in kern["specializations"][0]["tensors"]] == [
+        "uint32", "float8_e5m2", "float4_e2m1fn_x2", "float32"]
+    # and the kernel computes as torch does
+    a = torch.tensor([1, 2, 3, 4], dtype=torch.uint32)
+    q = torch.tensor([0.5, 1.5, -2.0, 3.0]).to(torch.float8_e5m2)
+    out = torch.zeros(4)
+    k_exp(a, q, torch.zeros(4, dtype=torch.uint8).view(torch.float4_e2m1fn_x2), out)
+    assert torch.equal(out, a.to(torch.float32) + q.float())
