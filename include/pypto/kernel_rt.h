@@ -3,6 +3,7 @@
  * Kept deliberately tiny (compile time of a simple kernel is the budget): no <iostream>, no STL containers,
  * no libm headers (GCC/Clang builtins call libm directly). Provides
  *   - half / bf16 storage types with exact round-to-nearest-even conversion from float (bit manipulation);
+ *   - FP8 (e4m3fn, e5m2, e8m0fnu) storage types converted as torch converts them, the packed FP4 pair as bytes;
  *   - Cvt<To>::from(x): the one conversion every generated load/store goes through;
  *   - integer helpers with Python semantics (floor division / modulo) used by symbolic index expressions;
  *   - math wrappers overloaded on float/double;
@@ -112,6 +113,103 @@ struct bf16 {
   }
 };
 
+/* ------------------------------------------------------------------------------------------------------ */
+/* FP8 storage types, converted exactly as torch's .to() converts them (tested on every byte value and on
+ * float32 edge values in tests/ut/compat/test_new_dtypes.py). They are never computed on: generated code only
+ * loads them through float and stores them from float. */
+
+/* |f| (float bits ax, finite, below the overflow bound) rounded to nearest even in a format with M mantissa
+ * bits and exponent bias B; returns exponent and mantissa fields (sign not included). */
+static inline uint32_t narrow_float_bits(uint32_t ax, uint32_t M, uint32_t B) {
+  const uint32_t min_normal = (128u - B) << 23;
+  if (ax >= min_normal) {
+    const uint32_t sh = 23u - M;
+    return (ax - ((127u - B) << 23) + ((1u << (sh - 1u)) - 1u) + ((ax >> sh) & 1u)) >> sh;
+  }
+  /* subnormal in the narrow format: m = round(|f| / 2^(1 - B - M)) */
+  const uint32_t e = ax >> 23;
+  const uint32_t mant = e ? ((ax & 0x7fffffu) | 0x800000u) : (ax & 0x7fffffu);
+  const uint32_t shift = 151u - B - M - (e ? e : 1u);
+  if (shift >= 25u) return 0u;
+  uint32_t m = mant >> shift;
+  const uint32_t rem = mant & ((1u << shift) - 1u);
+  const uint32_t halfway = 1u << (shift - 1u);
+  if (rem > halfway || (rem == halfway && (m & 1u))) ++m;
+  return m;
+}
+/* exponent/mantissa fields of a narrow float with M mantissa bits and bias B -> float bits (no sign) */
+static inline uint32_t widen_float_bits(uint32_t em, uint32_t M, uint32_t B) {
+  const uint32_t e = em >> M, m = em & ((1u << M) - 1u);
+  if (e != 0) return ((e + 127u - B) << 23) | (m << (23u - M));
+  if (m == 0) return 0u;
+  return f32_bits((float)m * bits_f32((128u - B - M) << 23)); /* m * 2^(1-B-M), exact */
+}
+
+struct fp8_e4m3fn { /* 1.4.3, bias 7, no infinities; S.1111.111 is NaN. As torch: a finite value beyond the
+                       largest (448) and +-inf saturate to +-448; NaN stays NaN */
+  uint8_t bits;
+  operator float() const {
+    const uint32_t sign = (uint32_t)(bits & 0x80u) << 24;
+    if ((bits & 0x7fu) == 0x7fu) return bits_f32(sign | 0x7ff00000u);
+    return bits_f32(sign | widen_float_bits(bits & 0x7fu, 3u, 7u));
+  }
+  static fp8_e4m3fn from_float(float f) {
+    const uint32_t x = f32_bits(f), ax = x & 0x7fffffffu;
+    uint32_t em;
+    if (ax > 0x7f800000u) em = 0x7fu;
+    else if (ax >= 0x43f00000u) em = 0x7eu; /* >= 480 */
+    else {
+      em = narrow_float_bits(ax, 3u, 7u);
+      if (em == 0x7fu) em = 0x7eu; /* rounded into the NaN pattern */
+    }
+    fp8_e4m3fn r;
+    r.bits = (uint8_t)(((x >> 24) & 0x80u) | em);
+    return r;
+  }
+};
+struct fp8_e5m2 { /* 1.5.2, bias 15, IEEE-like: |x| >= 61440 rounds to inf */
+  uint8_t bits;
+  operator float() const {
+    const uint32_t sign = (uint32_t)(bits & 0x80u) << 24;
+    const uint32_t em = bits & 0x7fu;
+    if (em >= 0x7cu) return bits_f32(sign | (em == 0x7cu ? 0x7f800000u : 0x7fc00000u | ((em & 3u) << 21)));
+    return bits_f32(sign | widen_float_bits(em, 2u, 15u));
+  }
+  static fp8_e5m2 from_float(float f) {
+    const uint32_t x = f32_bits(f), ax = x & 0x7fffffffu;
+    uint32_t em;
+    if (ax > 0x7f800000u) em = 0x7fu;        /* NaN */
+    else if (ax >= 0x47800000u) em = 0x7cu;  /* >= 65536 (and inf): inf */
+    else em = narrow_float_bits(ax, 2u, 15u); /* may round up to 0x7c (inf) */
+    fp8_e5m2 r;
+    r.bits = (uint8_t)(((x >> 24) & 0x80u) | em);
+    return r;
+  }
+};
+struct fp8_e8m0fnu { /* 2^(bits - 127), no sign, no zero (0 is 2^-127), 0xff NaN. The sign of the input is ignored;
+                        the exponent rounds to nearest with ties (mantissa exactly .5) up for normal inputs */
+  uint8_t bits;
+  operator float() const {
+    if (bits == 0xffu) return bits_f32(0x7f800001u);
+    return bits_f32(bits ? (uint32_t)bits << 23 : 0x00400000u);
+  }
+  static fp8_e8m0fnu from_float(float f) {
+    const uint32_t x = f32_bits(f);
+    uint32_t e = (x >> 23) & 0xffu;
+    if (e != 0xffu) {
+      const uint32_t g = (x >> 22) & 1u, rs = (x & 0x3fffffu) != 0;
+      if (g && (rs || e > 0)) ++e;
+    }
+    fp8_e8m0fnu r;
+    r.bits = (uint8_t)e;
+    return r;
+  }
+};
+/* two FP4 E2M1 values in one byte (torch.float4_e2m1fn_x2): moved as bytes, never converted */
+struct fp4_e2m1x2 {
+  uint8_t bits;
+};
+
 /* Cvt<To>::from(x): value conversion used by every load and store of generated code.
  * float -> int truncates toward zero (as torch does); anything -> bool is `x != 0`;
  * anything -> half/bf16 goes through float and rounds to nearest even. */
@@ -136,6 +234,21 @@ struct Cvt<bf16> {
   static bf16 from(bf16 b) { return b; }
   static bf16 from(half h) { return bf16::from_float(float(h)); }
 };
+#define PYPTO_RT_CVT_NARROW(T)                                            \
+  template <>                                                             \
+  struct Cvt<T> {                                                         \
+    template <class F>                                                    \
+    static T from(F x) { return T::from_float(static_cast<float>(x)); }  \
+    static T from(T v) { return v; }                                      \
+  };
+PYPTO_RT_CVT_NARROW(fp8_e4m3fn)
+PYPTO_RT_CVT_NARROW(fp8_e5m2)
+PYPTO_RT_CVT_NARROW(fp8_e8m0fnu)
+#undef PYPTO_RT_CVT_NARROW
+template <>
+struct Cvt<fp4_e2m1x2> {
+  static fp4_e2m1x2 from(fp4_e2m1x2 v) { return v; }
+};
 template <>
 struct Cvt<bool> {
   template <class F>
@@ -157,6 +270,18 @@ static inline int64_t floormod(int64_t a, int64_t b) {
   if (b == 0) return 0;
   int64_t r = a % b;
   if (r != 0 && ((r < 0) != (b < 0))) r += b;
+  return r;
+}
+/* unsigned 64-bit (the compute type of uint16/32/64): C unsigned arithmetic, x // 0 and x % 0 yield 0 */
+static inline uint64_t ufloordiv(uint64_t a, uint64_t b) { return b ? a / b : 0u; }
+static inline uint64_t ufloormod(uint64_t a, uint64_t b) { return b ? a % b : 0u; }
+static inline uint64_t uipow(uint64_t a, uint64_t b) {
+  uint64_t r = 1;
+  while (b) {
+    if (b & 1u) r *= a;
+    a *= a;
+    b >>= 1;
+  }
   return r;
 }
 static inline int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -224,6 +349,7 @@ static inline double fmod_(double a, double b) { return __builtin_fmod(a, b); }
 static inline bool isnan_(float x) { return x != x; }
 static inline bool isnan_(double x) { return x != x; }
 static inline bool isnan_(int64_t) { return false; }
+static inline bool isnan_(uint64_t) { return false; }
 
 /* Stable sort of the indices ids[0..n) by `before(a, b)` (a strictly ranks before b): bottom-up merge sort
  * through the scratch array tmp[0..n) (pypto.argsort). */

@@ -39,7 +39,7 @@ from ..compiler import toolchain
 from ..frontend.jit import JITKernel
 from ..logger import progress
 from ..vocab.annotations import DYNAMIC, DynamicDim, Tensor
-from ..vocab.dtypes import DataType
+from ..vocab.dtypes import to_torch
 from ..vocab.options import RunMode
 from ..vocab.params import DynDim
 
@@ -116,17 +116,15 @@ def _materialize(a, param, kernel_name: str):
     try:
         import torch
 
-        tdt = {DataType.DT_BOOL: torch.bool, DataType.DT_INT8: torch.int8, DataType.DT_INT16: torch.int16,
-               DataType.DT_INT32: torch.int32, DataType.DT_INT64: torch.int64, DataType.DT_UINT8: torch.uint8,
-               DataType.DT_FP16: torch.float16, DataType.DT_BF16: torch.bfloat16, DataType.DT_FP32: torch.float32,
-               DataType.DT_FP64: torch.float64}[a.dtype]
-        return torch.zeros(shape, dtype=tdt)
+        return torch.zeros(shape, dtype=to_torch(a.dtype))
     except ImportError:
         import numpy as np
 
-        if a.dtype.short == "bfloat16":
-            raise ExportError(f"{where}: a bfloat16 example spec needs torch") from None
-        return np.zeros(shape, dtype=np.dtype(a.dtype.short))
+        try:
+            return np.zeros(shape, dtype=np.dtype(a.dtype.short))
+        except TypeError:
+            raise ExportError(f"{where}: a {a.dtype.short} example spec needs torch (numpy has no such "
+                              f"dtype)") from None
 
 
 def _split_example(ex) -> tuple[tuple, dict]:

@@ -6,7 +6,8 @@ the end; integer sums keep the input dtype (wrapping), unlike torch.sum which wi
 from __future__ import annotations
 
 from ..ir.infer import norm_dim
-from ._helpers import (DT, S, Value, check_dtype, check_tensor, compute_dtype, current, fmt_shape)
+from ._helpers import (DT, S, Value, check_computable, check_dtype, check_tensor, compute_dtype, current,
+                       fmt_shape)
 from . import elementwise as E
 from .shape_ops import reshape, transpose
 
@@ -38,6 +39,7 @@ def _reduce(fn: str, t, dim, keepdim: bool, op: str, out_dtype=None) -> Value:
             shape.append(t.shape[ax])
             cap.append(t.cap[ax])
     dt = out_dtype or t.dtype
+    check_computable(op, t.dtype)
     out = b.new_temp(dt, tuple(shape), tuple(cap))
     ct = compute_dtype(t.dtype) if t.dtype != DT.DT_BOOL else DT.DT_INT64
     return b.op("reduce", out, [t], fn=fn, dims=tuple(dims), keepdim=keepdim, ct=ct, tile=b.vec_tile)
@@ -186,9 +188,13 @@ def _matmul(a, b, out_dtype, a_trans, b_trans, op):
         raise bld.error(op, f"operand dtypes differ: a is {a.dtype.short}, b is {b.dtype.short}")
     if a.dtype == DT.DT_BOOL:
         raise bld.error(op, "bool operands are not supported")
-    if out_dtype is None:
-        out_dtype = DT.DT_FP32 if a.dtype in (DT.DT_FP16, DT.DT_BF16) else a.dtype
+    if a.dtype == DT.DT_FP4_E2M1X2:
+        raise bld.error(op, f"not supported for dtype {a.dtype.short} ({a.dtype!r}) yet (the reference multiplies "
+                            f"packed FP4 only in scaled_mm)")
+    if out_dtype is None:  # FP8 operands (the reference's fp8 matmul) are read as float, like fp16/bf16
+        out_dtype = DT.DT_FP32 if a.dtype in (DT.DT_FP16, DT.DT_BF16) or a.dtype.storage_only else a.dtype
     out_dtype = check_dtype(out_dtype, op)
+    check_computable(op, out_dtype)
     for name, x in (("a", a), ("b", b)):
         if len(x.shape) not in (2, 3):
             raise bld.error(op, f"{name} must be rank 2 or 3, got shape {fmt_shape(x.shape)}")

@@ -24,8 +24,11 @@ from ..ir.nodes import PARAM, Assign, Check, If, Kernel, Loop, Op, UnrolledLoop,
 _TORCH = {
     DT.DT_BOOL: torch.bool, DT.DT_INT8: torch.int8, DT.DT_INT16: torch.int16, DT.DT_INT32: torch.int32,
     DT.DT_INT64: torch.int64, DT.DT_UINT8: torch.uint8, DT.DT_FP16: torch.float16, DT.DT_BF16: torch.bfloat16,
-    DT.DT_FP32: torch.float32, DT.DT_FP64: torch.float64,
+    DT.DT_FP32: torch.float32, DT.DT_FP64: torch.float64, DT.DT_UINT16: torch.uint16, DT.DT_UINT32: torch.uint32,
+    DT.DT_UINT64: torch.uint64, DT.DT_FP8E4M3: torch.float8_e4m3fn, DT.DT_FP8E5M2: torch.float8_e5m2,
+    DT.DT_FP8E8M0: torch.float8_e8m0fnu, DT.DT_FP4_E2M1X2: torch.float4_e2m1fn_x2,
 }
+_SIGN = -(1 << 63)
 
 
 def torch_dtype(dt) -> torch.dtype:
@@ -33,7 +36,9 @@ def torch_dtype(dt) -> torch.dtype:
 
 
 def _compute(dt) -> torch.dtype:
-    """The C++ compute type of a dtype: float for fp16/bf16/fp32, double for fp64, int64 for ints, bool."""
+    """The C++ compute type of a dtype: float for fp16/bf16/fp32/FP8, double for fp64, int64 for ints, bool.
+    uint64_t (of uint16/32/64) is held in int64 with the same bits (torch computes little on uint64): ops whose
+    result depends on the unsigned reading are handled in _ew."""
     d = DT(dt)
     if d == DT.DT_FP64:
         return torch.float64
@@ -166,10 +171,11 @@ class _Interp:
             r = t
             for d in sorted(dims, reverse=True):
                 r = r.prod(dim=d, keepdim=keep)
-        elif fn == "amax":
-            r = t.amax(dim=dims, keepdim=keep)
-        elif fn == "amin":
-            r = t.amin(dim=dims, keepdim=keep)
+        elif fn in ("amax", "amin"):
+            flip = DT(op.attrs["ct"]) == DT.DT_UINT64   # unsigned order: compare with the sign bit flipped
+            t = t ^ _SIGN if flip else t
+            r = t.amax(dim=dims, keepdim=keep) if fn == "amax" else t.amin(dim=dims, keepdim=keep)
+            r = r ^ _SIGN if flip else r
         else:
             raise UnsupportedOp(f"reduce fn {fn}")
         self.store(op.out, r)
@@ -284,6 +290,8 @@ def _convert(value: torch.Tensor, dt) -> torch.Tensor:
 
 
 def _ew(fn: str, a: list, ct):
+    if ct is not None and DT(ct) == DT.DT_UINT64:
+        return _ew_unsigned(fn, a)
     f = DT(ct).is_float if ct is not None else False
     if fn == "add":
         return a[0] + a[1]
@@ -342,6 +350,22 @@ def _ew(fn: str, a: list, ct):
     if fn == "cast":
         return a[0]
     raise UnsupportedOp(f"elementwise fn '{fn}'")
+
+
+def _ew_unsigned(fn: str, a: list):
+    """C unsigned 64-bit arithmetic on int64 tensors that hold the same bits: add/sub/mul/neg wrap alike;
+    comparisons (and max/min) compare with the sign bit flipped; division-like ops need operands below 2^63."""
+    cmp = {"eq": torch.eq, "ne": torch.ne, "lt": torch.lt, "le": torch.le, "gt": torch.gt, "ge": torch.ge}
+    if fn in cmp:
+        return cmp[fn](a[0] ^ _SIGN, a[1] ^ _SIGN)
+    if fn in ("maximum", "minimum"):
+        first = (a[0] ^ _SIGN) > (a[1] ^ _SIGN) if fn == "maximum" else (a[0] ^ _SIGN) < (a[1] ^ _SIGN)
+        return torch.where(first, a[0], a[1])
+    if fn == "abs" or fn in ("round", "trunc", "floor", "ceil"):
+        return a[0]
+    if fn in ("floordiv", "mod", "pow", "div") and any(bool((x < 0).any()) for x in a if isinstance(x, torch.Tensor)):
+        raise UnsupportedOp(f"elementwise fn '{fn}' on uint64 values of 2^63 or more")
+    return _ew(fn, a, DT.DT_INT64)
 
 
 def interpret(kernel: Kernel, tensors, scalars=()) -> list:
