@@ -253,7 +253,8 @@ const Specialization* miss(JitState& st, PyObject** slots, const DLTensor* dl, c
   unsigned long long written = 0;
   double seconds = 0;
   PyObject* info = nullptr;
-  if (!PyArg_ParseTuple(res, "sKdO", &path, &written, &seconds, &info)) {
+  const char* key_text = nullptr;
+  if (!PyArg_ParseTuple(res, "sKdOs", &path, &written, &seconds, &info, &key_text)) {
     Py_DECREF(res);
     return nullptr;
   }
@@ -262,6 +263,16 @@ const Specialization* miss(JitState& st, PyObject** slots, const DLTensor* dl, c
   if (!module) {
     Py_DECREF(res);
     raise_pypto("CompileError", msg::head(st.table) + err);
+    return nullptr;
+  }
+  // the library must say it was compiled for the key it is loaded for (vocab/speckey.py)
+  const char* lib_key = module->spec_key();
+  if (lib_key == nullptr || std::strcmp(lib_key, key_text) != 0) {
+    std::string m = msg::head(st.table) + "the library '" + path + "' was compiled for " +
+                    (lib_key ? "another specialization (" + std::string(lib_key) + ")" : std::string("no recorded key")) +
+                    ", not for this call's (" + key_text + "); refusing to load it";
+    Py_DECREF(res);
+    raise_pypto("CompileError", m);
     return nullptr;
   }
   auto spec = std::make_unique<Specialization>();

@@ -148,8 +148,8 @@ class JITKernel:
                 raise job.error
             if job.result is None:
                 return None
-            library, written, _seconds, info = job.result
-            return (library, written, 0.0, info)  # the owner accounted for the build time
+            library, written, _seconds, info, key_text = job.result
+            return (library, written, 0.0, info, key_text)  # the owner accounted for the build time
         try:
             job.result = self._build(args, meta)
             return job.result
@@ -193,7 +193,8 @@ class JITKernel:
             written |= 1 << i
         info = {"request": request, "result": result,
                 "guards": {(g.owner, g.name): g.current() for g in self.guards}}
-        return (loaded, written, float(seconds), info)
+        # the core checks that the library it loads carries this key (pypto_spec_key, vocab/speckey.py)
+        return (loaded, written, float(seconds), info, result.spec_key)
 
     @staticmethod
     def _load(result):
