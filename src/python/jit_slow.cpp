@@ -72,7 +72,7 @@ uint32_t const_id_slow(JitState& st, int c, int pos, PyObject* obj) {
     return 0;
   }
   std::string err;
-  const uint32_t id = interner().intern(obj, /*allow_identity=*/false, &err);
+  const uint32_t id = interner().intern(obj, &err);
   if (id == 0) {
     if (!PyErr_Occurred())
       raise(PyExc_TypeError, msg::head(st.table, pos) + "cannot be used as a compile-time constant: " + err +
@@ -140,17 +140,17 @@ bool guards_unchanged(JitState& st) {
 }
 
 uint32_t guards_slow(JitState& st) {
-  std::vector<uint32_t> ids;
-  ids.reserve(st.guards.size());
-  std::string err;
-  for (Guard& g : st.guards) {
-    PyObject* v = guard_value(g);
-    ids.push_back(interner().intern(v, /*allow_identity=*/true, &err));
-    Py_XINCREF(v);
-    Py_XSETREF(g.last, v);
+  const size_t n = st.guards.size();
+  std::vector<PyObject*> now(n);
+  for (size_t i = 0; i < n; ++i) {  // owned while their ids are taken (that may run Python code)
+    now[i] = guard_value(st.guards[i]);
+    Py_XINCREF(now[i]);
   }
-  st.guard_state = interner().intern_ids(ids.data(), ids.size());
+  st.guard_state = st.guard_ids.state_of(st, now.data(), n);
+  for (size_t i = 0; i < n; ++i) std::swap(st.guards[i].last, now[i]);  // `now` holds the values seen before
   record_dict_versions(st);
+  for (PyObject* old : now) Py_XDECREF(old);  // may run weak-reference callbacks: they retire ids (guard_ids.h)
+  st.guard_ids.reclaim(st);
   return st.guard_state;
 }
 

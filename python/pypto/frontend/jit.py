@@ -28,7 +28,7 @@ from ..vocab.annotations import DYNAMIC, STATIC, DynamicDim
 from ..vocab.dtypes import DataType
 from .buildlog import log_build
 from .explain import explain as explain_call
-from .guards import collect_guards, function_ast
+from .guards import collect_guards, function_ast, seen_values
 from .rewrite import prepare
 from .verified import VerifiedKernel
 from ..vocab.params import (CONSTEXPR, SCALAR, TENSOR, DynDim, ScalarArg, SpecializationRequest, TensorArg,
@@ -192,7 +192,7 @@ class JITKernel:
         for i in result.written:
             written |= 1 << i
         info = {"request": request, "result": result,
-                "guards": {(g.owner, g.name): g.current() for g in self.guards}}
+                "guards": seen_values(self.guards)}  # never keeps a value alive that the core let go
         # the core checks that the library it loads carries this key (pypto_spec_key, vocab/speckey.py)
         return (loaded, written, float(seconds), info, result.spec_key)
 
