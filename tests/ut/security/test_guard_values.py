@@ -67,7 +67,7 @@ def test_non_weakrefable_values_are_capped_and_an_old_value_bound_again_is_corre
         print(json.dumps({{"wrong": wrong, "traced_mb": traced / 2**20, "specs": specs, "back": back}}))
     ''', tmp_path / "cache", timeout=600)
     assert r["wrong"] == [] and r["back"]
-    # at most 8 strongly held old values (GuardIds::kMaxStrong) of 2 MB, not 200
+    # at most 8 strongly held values (GuardIds::kMaxStrong, the bound one included) of 2 MB, not 200
     assert r["traced_mb"] < 2 * 8 + 6, r
     assert r["specs"] <= 8 + 1, r
 
