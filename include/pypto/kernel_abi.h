@@ -3,7 +3,11 @@
  * Every specialization is compiled into its own shared library that exports
  *   uint32_t pypto_abi_version(void);           returns PYPTO_KERNEL_ABI_VERSION
  *   int      pypto_entry(const PyptoTensorArg*, const PyptoScalarArg*, PyptoLaunchContext*);
- * The runtime refuses a library whose pypto_abi_version() differs from its own.
+ * and, when built by pypto's pipeline,
+ *   const char* pypto_spec_key(void);         the specialization key it was compiled for (JSON text:
+ *                                              python/pypto/vocab/speckey.py)
+ * The runtime refuses a library whose pypto_abi_version() differs from its own, and one whose pypto_spec_key()
+ * is not the key its manifest entry (or the core's miss) loads it for.
  *
  * Argument order: `tensors` holds one entry per tensor parameter, in parameter order;
  * `scalars` one entry per runtime-scalar parameter (pypto.Scalar[...]), in parameter order.
@@ -79,6 +83,8 @@ typedef uint32_t (*PyptoAbiVersionFn)(void);
 
 #define PYPTO_ENTRY_SYMBOL "pypto_entry"
 #define PYPTO_ABI_VERSION_SYMBOL "pypto_abi_version"
+#define PYPTO_SPEC_KEY_SYMBOL "pypto_spec_key"
+typedef const char* (*PyptoSpecKeyFn)(void);
 
 #ifdef __cplusplus
 }
