@@ -14,6 +14,10 @@ from .control import (ceildiv, cond, get_cube_tile_shapes, get_vec_tile_shapes, 
 from .elementwise import (abs, add, cast, ceil, clamp, clip, clone, div, eq, erfc, exp, floor, floor_divide, ge, gt,
                           le, log, logical_not, lt, maximum, minimum, mul, ne, neg, pow, relu, remainder, round, trunc,
                           rsqrt, sigmoid, sqrt, sub, tanh, where)
+from .elementwise import (acos, acosh, asin, asinh, atan, atan2, atanh, bitwise_and, bitwise_left_shift, bitwise_not,
+                          bitwise_or, bitwise_right_shift, bitwise_xor, cbrt, cos, cosh, erf, exp2, expm1,
+                          floor_div, fmod, gcd, hypot, isfinite, isnan, log1p, log2, log10, logical_and, lrelu,
+                          prelu, reciprocal, sign, signbit, sin, sinh, tan)
 from .indexing import gather, scatter, scatter_update, topk
 from .reduce import amax, amin, cumsum, matmul, mean, prod, rms_norm, softmax, sum
 from .shape_ops import (arange, one_hot, assemble, concat, expand_clone, full, permute, reshape, squeeze, tensor, transpose,
@@ -27,6 +31,10 @@ __all__ = [
     "add", "sub", "mul", "div", "floor_divide", "remainder", "pow", "maximum", "minimum", "exp", "log", "sqrt",
     "rsqrt", "tanh", "sigmoid", "erfc", "relu", "abs", "neg", "round", "trunc", "floor", "ceil", "logical_not", "clip",
     "clamp", "cast", "eq", "ne", "lt", "le", "gt", "ge", "where", "clone",
+    "floor_div", "erf", "exp2", "expm1", "log2", "log10", "log1p", "cbrt", "reciprocal", "sin", "cos", "tan",
+    "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "atan2", "hypot", "fmod", "sign", "signbit",
+    "isnan", "isfinite", "gcd", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift",
+    "bitwise_right_shift", "logical_and", "lrelu", "prelu",
     # reductions, matmul
     "sum", "amax", "amin", "prod", "mean", "softmax", "rms_norm", "cumsum", "matmul",
     # views, writes, shapes, local tensors
