@@ -247,8 +247,14 @@ static inline double hypot_(double a, double b) { return __builtin_hypot(a, b); 
 static inline bool isfinite_(float x) { return __builtin_isfinite(x); }
 static inline bool isfinite_(double x) { return __builtin_isfinite(x); }
 static inline bool isfinite_(int64_t) { return true; }
-static inline bool signbit_(float x) { return __builtin_signbit(x); }
-static inline bool signbit_(double x) { return __builtin_signbit(x); }
+/* the sign bit read from the bits (g++ 12 fails with an internal error on a vectorized __builtin_signbit of a
+ * float converted from bf16) */
+static inline bool signbit_(float x) { return (f32_bits(x) >> 31) != 0; }
+static inline bool signbit_(double x) {
+  uint64_t u;
+  __builtin_memcpy(&u, &x, sizeof u);
+  return (u >> 63) != 0;
+}
 static inline bool signbit_(int64_t x) { return x < 0; }
 /* integer fmod (torch.fmod on integers: truncated division's remainder, sign of the dividend); x fmod 0 is 0
  * here (torch raises), and INT64_MIN fmod -1 is 0 (no overflow trap) */
