@@ -8,7 +8,8 @@ the op, what was expected and what it got. Tensors inside a kernel also support 
 Layer 3 of the package: may import errors, vocab and ir (it installs the tensor operators on the IR's Value,
 `tensor_methods.py`); never codegen, compiler, verify, frontend, export or bench.
 """
-from . import control, elementwise, indexing, reduce, shape_ops, tensor_methods
+from . import activations, control, elementwise, indexing, reduce, shape_ops, tensor_methods
+from .activations import prelu
 from .control import (ceildiv, cond, get_cube_tile_shapes, get_vec_tile_shapes, is_loop_begin, is_loop_end, loop,
                       loop_unroll, max, min, set_cube_tile_shapes, set_vec_tile_shapes)
 from .elementwise import (abs, add, cast, ceil, clamp, clip, clone, div, eq, erfc, exp, floor, floor_divide, ge, gt,
@@ -17,7 +18,7 @@ from .elementwise import (abs, add, cast, ceil, clamp, clip, clone, div, eq, erf
 from .elementwise import (acos, acosh, asin, asinh, atan, atan2, atanh, bitwise_and, bitwise_left_shift, bitwise_not,
                           bitwise_or, bitwise_right_shift, bitwise_xor, cbrt, cos, cosh, erf, exp2, expm1,
                           floor_div, fmod, gcd, hypot, isfinite, isnan, log1p, log2, log10, logical_and, lrelu,
-                          prelu, reciprocal, sign, signbit, sin, sinh, tan)
+                          reciprocal, sign, signbit, sin, sinh, tan)
 from .indexing import gather, scatter, scatter_update, topk
 from .reduce import amax, amin, cumsum, matmul, mean, prod, rms_norm, softmax, sum
 from .shape_ops import (arange, one_hot, assemble, concat, expand_clone, full, permute, reshape, squeeze, tensor, transpose,

@@ -11,9 +11,8 @@ import builtins
 import math
 
 from ..ir.infer import KEEPS_SCALAR, round_scalar
-from ..ir.nodes import same_dim
 from ._helpers import (DT, S, Value, check_dtype, check_operand, check_tensor, compute_dtype, current,
-                       elementwise, fmt_shape, result_dtype)
+                       elementwise, result_dtype)
 
 
 def _torch_scalars(fn: str, args, dt):
@@ -297,31 +296,6 @@ def lrelu(input, negative_slope=0.01):
     return elementwise("lrelu", [x, float(s)], x.dtype, (ct, ct), op)
 
 
-def prelu(input, weight):
-    """Parametric ReLU: x if x > 0 else weight[c] * x, `weight` a 1-D tensor of one value per channel (dim 1 of
-    a 2-4-D input; length 1 for a 1-D input, or length 1 shared by every channel as torch.prelu allows). Same
-    dtype as `input` required; float tensors only."""
-    from . import shape_ops
-
-    op = "prelu"
-    b = current(op)
-    x = check_tensor(input, op, "input")
-    w = check_tensor(weight, op, "weight")
-    if not x.dtype.is_float:
-        raise b.error(op, f"input must be a float tensor (float16, bfloat16, float32, float64), got a "
-                          f"{x.dtype.short} tensor")
-    if w.dtype != x.dtype:
-        raise b.error(op, f"weight must have the input's dtype {x.dtype.short}, got {w.dtype.short}")
-    channels = x.shape[1] if len(x.shape) >= 2 else 1
-    if len(w.shape) != 1 or not (same_dim(w.shape[0], 1) or same_dim(w.shape[0], channels)):
-        raise b.error(op, f"weight must be 1-D of length 1 or {S.to_text(channels)} (dim 1 of input "
-                          f"{fmt_shape(x.shape)}), got shape {fmt_shape(w.shape)}")
-    if len(x.shape) > 2:
-        w = shape_ops.reshape(w, [w.shape[0]] + [1] * (len(x.shape) - 2))
-    ct = compute_dtype(x.dtype)
-    return elementwise("prelu", [x, w], x.dtype, (ct, ct), op)
-
-
 trunc = _def_unary("trunc", "Round toward zero (torch.trunc). Integers unchanged.")
 floor = _def_unary("floor", "Round toward -inf. Integers unchanged.")
 ceil = _def_unary("ceil", "Round toward +inf. Integers unchanged.")
@@ -409,4 +383,4 @@ __all__ = ["add", "sub", "mul", "div", "floor_divide", "floor_div", "remainder",
            "erf", "exp2", "expm1", "log2", "log10", "log1p", "cbrt", "reciprocal", "sin", "cos", "tan", "asin",
            "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "atan2", "hypot", "fmod", "sign", "signbit",
            "isnan", "isfinite", "gcd", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
-           "bitwise_left_shift", "bitwise_right_shift", "logical_and", "lrelu", "prelu"]
+           "bitwise_left_shift", "bitwise_right_shift", "logical_and", "lrelu"]
