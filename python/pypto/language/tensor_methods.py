@@ -143,6 +143,8 @@ class TensorMethods:
             r = shape_ops.view(r, list(r.shape), [0] * len(r.shape), valid_shape=valid_shape)
         return r
 
+    getitem = __getitem__   # the reference documents __getitem__ as pypto.Tensor.getitem
+
     def __setitem__(self, idx, value):
         shape_ops.setitem(self, idx, value)
 

@@ -184,6 +184,7 @@ def test_valid_shape_keywords_of_getitem_and_expand_clone():
     @pypto.frontend.jit
     def valid_methods(x: T, v: T, a: T, b: T):
         a[:] = x.__getitem__((slice(0, 4), slice(0, 4)), valid_shape=[2, 3]).exp()
+        a[2:4, 0:4] = x.getitem((slice(2, 4), slice(0, 4)), valid_shape=[2, 4]).exp()
         b[:] = v.expand_clone([4, 6], valid_shape=[3, 6]) * 2.0
 
     x, v = _rand((4, 6), seed=10), _rand((1, 6), seed=11)
@@ -191,6 +192,7 @@ def test_valid_shape_keywords_of_getitem_and_expand_clone():
     valid_methods(x, v, a, b)
     want_a = torch.full((4, 4), 9.0)
     want_a[:2, :3] = torch.exp(x[:2, :3])
+    want_a[2:4] = torch.exp(x[2:4, :4])
     torch.testing.assert_close(a, want_a, rtol=2e-6, atol=0)
     want_b = torch.full((4, 6), 9.0)
     want_b[:3] = v.expand(3, 6) * 2.0
