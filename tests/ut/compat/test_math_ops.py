@@ -167,6 +167,8 @@ def test_atan2_quadrants_and_integer_operands():
     assert_ulps(run_binary("atan2", y, x, torch.float32), torch.atan2(y, x), 0)
     yi, xi = torch.arange(-3, 3, dtype=torch.int32), torch.tensor([2], dtype=torch.int32)
     assert_ulps(run_binary("atan2", yi, xi, torch.float32), torch.atan2(yi, xi), 1)
+    want = torch.hypot(yi.float(), xi.float())            # torch.hypot refuses integers; here they give FP32
+    assert_ulps(run_binary("hypot", yi, xi, torch.float32), want, 1)
 
 
 @pytest.mark.parametrize("dt", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
