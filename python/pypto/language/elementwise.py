@@ -167,7 +167,7 @@ def sign(input):
 def _predicate(fn: str, x, op: str):
     x = check_tensor(x, op, "input")
     if x.dtype == DT.DT_BOOL:
-        raise current(op).error(op, f"input must be a float or integer tensor, got a bool tensor")
+        raise current(op).error(op, "input must be a float or integer tensor, got a bool tensor")
     return elementwise(fn, [x], DT.DT_BOOL, (compute_dtype(x.dtype),), op)
 
 
