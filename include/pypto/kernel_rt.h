@@ -333,6 +333,22 @@ PYPTO_RT_UNARY(log_, __builtin_logf, __builtin_log)
 PYPTO_RT_UNARY(sqrt_, __builtin_sqrtf, __builtin_sqrt)
 PYPTO_RT_UNARY(tanh_, __builtin_tanhf, __builtin_tanh)
 PYPTO_RT_UNARY(erfc_, __builtin_erfcf, __builtin_erfc)
+PYPTO_RT_UNARY(erf_, __builtin_erff, __builtin_erf)
+PYPTO_RT_UNARY(exp2_, __builtin_exp2f, __builtin_exp2)
+PYPTO_RT_UNARY(expm1_, __builtin_expm1f, __builtin_expm1)
+PYPTO_RT_UNARY(log2_, __builtin_log2f, __builtin_log2)
+PYPTO_RT_UNARY(log10_, __builtin_log10f, __builtin_log10)
+PYPTO_RT_UNARY(log1p_, __builtin_log1pf, __builtin_log1p)
+PYPTO_RT_UNARY(cbrt_, __builtin_cbrtf, __builtin_cbrt)
+PYPTO_RT_UNARY(tan_, __builtin_tanf, __builtin_tan)
+PYPTO_RT_UNARY(asin_, __builtin_asinf, __builtin_asin)
+PYPTO_RT_UNARY(acos_, __builtin_acosf, __builtin_acos)
+PYPTO_RT_UNARY(atan_, __builtin_atanf, __builtin_atan)
+PYPTO_RT_UNARY(sinh_, __builtin_sinhf, __builtin_sinh)
+PYPTO_RT_UNARY(cosh_, __builtin_coshf, __builtin_cosh)
+PYPTO_RT_UNARY(asinh_, __builtin_asinhf, __builtin_asinh)
+PYPTO_RT_UNARY(acosh_, __builtin_acoshf, __builtin_acosh)
+PYPTO_RT_UNARY(atanh_, __builtin_atanhf, __builtin_atanh)
 PYPTO_RT_UNARY(floor_, __builtin_floorf, __builtin_floor)
 PYPTO_RT_UNARY(ceil_, __builtin_ceilf, __builtin_ceil)
 PYPTO_RT_UNARY(trunc_, __builtin_truncf, __builtin_trunc)
@@ -366,6 +382,40 @@ static inline void stable_sort_idx(int64_t* ids, int64_t* tmp, int64_t n, Before
     for (int64_t k = 0; k < n; ++k) ids[k] = tmp[k];
   }
 }
+static inline float atan2_(float y, float x) { return __builtin_atan2f(y, x); }
+static inline double atan2_(double y, double x) { return __builtin_atan2(y, x); }
+static inline float hypot_(float a, float b) { return __builtin_hypotf(a, b); }
+static inline double hypot_(double a, double b) { return __builtin_hypot(a, b); }
+static inline bool isfinite_(float x) { return __builtin_isfinite(x); }
+static inline bool isfinite_(double x) { return __builtin_isfinite(x); }
+static inline bool isfinite_(int64_t) { return true; }
+/* the sign bit read from the bits (g++ 12 fails with an internal error on a vectorized __builtin_signbit of a
+ * float converted from bf16) */
+static inline bool signbit_(float x) { return (f32_bits(x) >> 31) != 0; }
+static inline bool signbit_(double x) {
+  uint64_t u;
+  __builtin_memcpy(&u, &x, sizeof u);
+  return (u >> 63) != 0;
+}
+static inline bool signbit_(int64_t x) { return x < 0; }
+/* integer fmod (torch.fmod on integers: truncated division's remainder, sign of the dividend); x fmod 0 is 0
+ * here (torch raises), and INT64_MIN fmod -1 is 0 (no overflow trap) */
+static inline int64_t ifmod(int64_t a, int64_t b) { return (b == 0 || b == -1) ? 0 : a % b; }
+/* torch.gcd: Euclid on |a|, |b| (the result is never negative except for the most negative value) */
+static inline int64_t gcd_(int64_t a, int64_t b) {
+  uint64_t x = a < 0 ? 0 - (uint64_t)a : (uint64_t)a, y = b < 0 ? 0 - (uint64_t)b : (uint64_t)b;
+  while (x != 0) {
+    const uint64_t c = x;
+    x = y % x;
+    y = c;
+  }
+  return (int64_t)y;
+}
+/* shifts on the int64 compute type of every integer dtype, with torch's results at the narrower result dtype
+ * after truncation: a left shift by >= the width (or a negative count) gives 0, a right shift by >= the width
+ * (or a negative count) fills with the sign */
+static inline int64_t shl(int64_t a, int64_t b) { return (b < 0 || b >= 64) ? 0 : (int64_t)((uint64_t)a << b); }
+static inline int64_t shr(int64_t a, int64_t b) { return (b < 0 || b >= 64) ? (a >> 63) : (a >> b); }
 
 /* maximum/minimum propagate NaN like torch.maximum / torch.amax */
 template <class T>

@@ -330,9 +330,26 @@ def _ew(fn: str, a: list, ct):
         return torch.minimum(a[0], a[1])
     unary = {"exp": torch.exp, "log": torch.log, "sqrt": torch.sqrt, "tanh": torch.tanh, "erfc": torch.erfc,
              "sigmoid": lambda x: 1 / (1 + torch.exp(-x)), "neg": torch.neg,
-             "logical_not": torch.logical_not}
+             "logical_not": torch.logical_not, "erf": torch.erf, "exp2": torch.exp2, "expm1": torch.expm1,
+             "log2": torch.log2, "log10": torch.log10, "log1p": torch.log1p,
+             "cbrt": lambda x: torch.sign(x) * torch.abs(x).pow(1.0 / 3.0), "sin": torch.sin, "cos": torch.cos,
+             "tan": torch.tan, "asin": torch.asin, "acos": torch.acos, "atan": torch.atan, "sinh": torch.sinh,
+             "cosh": torch.cosh, "asinh": torch.asinh, "acosh": torch.acosh, "atanh": torch.atanh,
+             "reciprocal": torch.reciprocal, "sign": torch.sign, "signbit": torch.signbit, "isnan": torch.isnan,
+             "isfinite": torch.isfinite, "bitwise_not": torch.bitwise_not}
     if fn in unary:
         return unary[fn](a[0])
+    binary = {"atan2": torch.atan2, "hypot": torch.hypot, "gcd": torch.gcd, "bitwise_and": torch.bitwise_and,
+              "bitwise_or": torch.bitwise_or, "bitwise_xor": torch.bitwise_xor, "shl": torch.bitwise_left_shift,
+              "shr": torch.bitwise_right_shift, "logical_and": torch.logical_and,
+              "lrelu": lambda x, s: torch.where(x > 0, x, x * s), "prelu": lambda x, w: torch.where(x > 0, x, w * x)}
+    if fn in binary:
+        return binary[fn](a[0], a[1])
+    if fn == "fmod":
+        if f:
+            return torch.fmod(a[0], a[1])
+        q = torch.where(a[1] == 0, torch.ones_like(a[1]), a[1])
+        return torch.where(a[1] == 0, torch.zeros_like(a[0] + a[1]), torch.fmod(a[0], q))
     if fn == "rsqrt":
         return 1 / torch.sqrt(a[0])
     if fn == "relu":
