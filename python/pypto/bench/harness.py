@@ -133,6 +133,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="with --kernels: only the kernels whose name contains TEXT (repeatable)")
     p.add_argument("--threads", dest="threads", type=int, action="append", metavar="N",
                    help="with --kernels: this thread count (repeatable; default: 1 and all cores)")
+    p.add_argument("--cpu", action="store_true",
+                   help="with --kernels: time by the calling thread's CPU time (a loaded machine; 1-thread rows only)")
     p.add_argument("--no-compile", dest="no_compile", action="store_true",
                    help="with --kernels: skip the compile-time table")
     for flag, what in (("callgrind", "instruction counts under valgrind"),
