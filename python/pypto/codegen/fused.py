@@ -13,7 +13,7 @@ from ..vocab.dtypes import DataType as DT
 from ..ir import sym as S
 from ..ir.nodes import Assign, Op, Value, same_dim
 from .cpp import _Emitter
-from .fuse import Group, _same_view, plan_block, readers, row_dim_of
+from .fuse import Group, same_view, plan_block, readers, row_dim_of
 from .lanes import emit_reduce
 from .templates import ctype, ew_expr
 
@@ -63,7 +63,7 @@ class FusedEmitter(_Emitter):
                 and [id(u) for u in self.uses.get(out.storage.sid, ())] == [id(st)]):
             return False
         src, dst = st.src, st.dst
-        if not (_same_view(src, out) and DT(dst.dtype) == DT.DT_FP32 and len(dst.shape) == 2
+        if not (same_view(src, out) and DT(dst.dtype) == DT.DT_FP32 and len(dst.shape) == 2
                 and all(same_dim(x, y) for x, y in zip(dst.shape, out.shape))
                 and isinstance(dst.strides[-1], int) and dst.strides[-1] == 1):
             return False
