@@ -26,21 +26,27 @@ typedef float gemm_vf __attribute__((vector_size(GEMM_VL * 4)));
 
 #pragma GCC push_options
 #pragma GCC optimize("fp-contract=fast")
-/* C block (mr x nr valid of MR x NR) = (accumulate ? C : 0) + sum_k ap[k][r] * bp[k][j] */
-static __attribute__((noinline)) void gemm_micro(int64_t kc, const float* __restrict ap,
+/* C block (mr x nr valid of MR x NR) = (accumulate ? C : 0) + sum_k A(r, k) * bp[k][j], where A(r, k) is
+ * ap[k * ask + r * asr]: a packed panel (ask = MR, asr = 1) or float rows read in place (ask = 1, asr = lda) */
+static __attribute__((noinline)) void gemm_micro(int64_t kc, const float* __restrict ap, int64_t ask, int64_t asr,
                                                  const float* __restrict bp, float* __restrict c, int64_t ldc,
                                                  int accumulate, int mr, int nr) {
   gemm_vf acc[GEMM_MR][2];
+  const float* __restrict ar[GEMM_MR];
 #pragma GCC unroll 16
-  for (int r = 0; r < GEMM_MR; ++r) acc[r][0] = acc[r][1] = (gemm_vf){};
+  for (int r = 0; r < GEMM_MR; ++r) {
+    acc[r][0] = acc[r][1] = (gemm_vf){};
+    ar[r] = ap + (r < mr ? r : mr - 1) * asr; /* rows past mr repeat the last one (their sums are dropped) */
+  }
   for (int64_t k = 0; k < kc; ++k) {
     const gemm_vf b0 = *(const gemm_vf*)(bp + k * GEMM_NR);
     const gemm_vf b1 = *(const gemm_vf*)(bp + k * GEMM_NR + GEMM_VL);
-    const float* __restrict ak = ap + k * GEMM_MR;
+    const int64_t ko = k * ask;
 #pragma GCC unroll 16
     for (int r = 0; r < GEMM_MR; ++r) {
-      acc[r][0] += ak[r] * b0;
-      acc[r][1] += ak[r] * b1;
+      const float x = ar[r][ko];
+      acc[r][0] += x * b0;
+      acc[r][1] += x * b1;
     }
   }
   if (mr == GEMM_MR && nr == GEMM_NR) {
@@ -117,6 +123,13 @@ static inline float* gemm_scratch(int which, size_t floats) {
   return (float*)(((size_t)buf[which] + 63) & ~(size_t)63);
 }
 
+/* A is read in place (no packing) when it is float with contiguous rows: the micro-kernel broadcasts each
+ * element from its row anyway */
+template <class TA>
+static inline bool gemm_a_direct(int64_t) { return false; }
+template <>
+inline bool gemm_a_direct<float>(int64_t as1) { return as1 == 1; }
+
 template <class TA, class TB>
 static int gemm_f32(int64_t M, int64_t N, int64_t K, const TA* a, int64_t as0, int64_t as1, const TB* b,
                     int64_t bs0, int64_t bs1, float* c, int64_t ldc, int64_t mc, int64_t kc, int64_t nc,
@@ -133,26 +146,38 @@ static int gemm_f32(int64_t M, int64_t N, int64_t K, const TA* a, int64_t as0, i
   const int64_t mb = (M + mc - 1) / mc, nb = (N + nc - 1) / nc;
   const double work = (double)M * (double)N * (double)K;
   const int32_t nt = work < 64.0 * 65536.0 ? 1 : nthreads;
+  /* a task is one column block and a run of row blocks: B's (kc x nc) block is packed once per K block for all
+   * its row blocks; enough runs per column block to give every thread ~4 tasks */
+  int64_t runs = nt <= 1 ? 1 : ((int64_t)nt * 4 + nb - 1) / nb;
+  if (runs > mb) runs = mb;
+  const bool adirect = gemm_a_direct<TA>(as1);
   auto task = [&](int64_t t) -> int {
-    const int64_t ib = (t / nb) * mc, jb = (t % nb) * nc;
-    const int64_t m = M - ib < mc ? M - ib : mc, n = N - jb < nc ? N - jb : nc;
-    const int64_t mpad = (m + GEMM_MR - 1) / GEMM_MR * GEMM_MR, npad = (n + GEMM_NR - 1) / GEMM_NR * GEMM_NR;
+    const int64_t jb = (t / runs) * nc, run = t % runs;
+    const int64_t ib0 = mb * run / runs * mc, ib1 = mb * (run + 1) / runs * mc;
+    const int64_t n = N - jb < nc ? N - jb : nc;
+    const int64_t npad = (n + GEMM_NR - 1) / GEMM_NR * GEMM_NR;
     const int64_t kmax = K < kc ? K : kc;
-    float* ap = gemm_scratch(0, (size_t)(mpad * kmax));
+    float* ap = adirect ? 0 : gemm_scratch(0, (size_t)(mc * kmax));
     float* bp = gemm_scratch(1, (size_t)(npad * kmax));
     for (int64_t kb = 0; kb < K; kb += kc) {
       const int64_t k = K - kb < kc ? K - kb : kc;
-      gemm_pack_a(a, as0, as1, ib, m, kb, k, ap);
       gemm_pack_b(b, bs0, bs1, kb, k, jb, n, bp);
-      for (int64_t jr = 0; jr < n; jr += GEMM_NR)
-        for (int64_t ir = 0; ir < m; ir += GEMM_MR)
-          gemm_micro(k, ap + (ir / GEMM_MR) * k * GEMM_MR, bp + (jr / GEMM_NR) * k * GEMM_NR,
-                     c + (ib + ir) * ldc + jb + jr, ldc, kb > 0, (int)(m - ir < GEMM_MR ? m - ir : GEMM_MR),
-                     (int)(n - jr < GEMM_NR ? n - jr : GEMM_NR));
+      for (int64_t ib = ib0; ib < ib1 && ib < M; ib += mc) {
+        const int64_t m = M - ib < mc ? M - ib : mc;
+        if (!adirect) gemm_pack_a(a, as0, as1, ib, m, kb, k, ap);
+        for (int64_t jr = 0; jr < n; jr += GEMM_NR)
+          for (int64_t ir = 0; ir < m; ir += GEMM_MR) {
+            const float* pa = adirect ? (const float*)(const void*)a + (ib + ir) * as0 + kb
+                                      : ap + (ir / GEMM_MR) * k * GEMM_MR;
+            gemm_micro(k, pa, adirect ? 1 : GEMM_MR, adirect ? as0 : 1, bp + (jr / GEMM_NR) * k * GEMM_NR,
+                       c + (ib + ir) * ldc + jb + jr, ldc, kb > 0, (int)(m - ir < GEMM_MR ? m - ir : GEMM_MR),
+                       (int)(n - jr < GEMM_NR ? n - jr : GEMM_NR));
+          }
+      }
     }
     return 0;
   };
-  return run_parts(mb * nb, nt, task);
+  return run_parts(nb * runs, nt, task);
 }
 
 }  // namespace pypto_rt

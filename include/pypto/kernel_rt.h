@@ -604,6 +604,49 @@ struct Scratch {
   Scratch& operator=(const Scratch&) = delete;
 };
 
+/* Streaming (non-temporal) stores for large outputs a fused loop writes once (codegen/fused.py decides by size):
+ * a 64-byte line goes to memory without first being read into the cache (the read-for-ownership a plain store
+ * pays, a third of a copy's traffic), and without evicting the inputs. Builtins, not <immintrin.h>, which alone
+ * costs more compile time than a whole kernel. The values are the same bits either way; only where they land
+ * differs. stream_fence() orders them before anything later (a part's completion, the kernel's return). */
+/* whether the byte ranges [a0, a1) and [b0, b1) share a byte (a matmul writing its destination directly must
+ * not overwrite an input it still reads) */
+static inline bool overlaps(const void* a0, const void* a1, const void* b0, const void* b1) {
+  return (size_t)a0 < (size_t)b1 && (size_t)b0 < (size_t)a1;
+}
+static inline bool stream_ok(const void* p, int64_t bytes) {
+  /* a run that starts on a 64-byte line and is whole lines */
+  return ((size_t)p % 64) == 0 && bytes % 64 == 0;
+}
+static inline void stream64(void* dst, const void* src) {
+  /* inline asm with the line as its only memory operand: a builtin call would make g++ assume any memory may
+   * change and reload every captured pointer in the loop */
+#if defined(__x86_64__) && defined(__AVX512F__)
+  typedef long long v8di __attribute__((vector_size(64)));
+  v8di v;
+  __builtin_memcpy(&v, src, 64);
+  __asm__ __volatile__("vmovntdq %1, %0" : "=m"(*(v8di*)dst) : "v"(v));
+#elif defined(__x86_64__) && defined(__AVX__)
+  typedef long long v4di __attribute__((vector_size(32)));
+  v4di v[2];
+  __builtin_memcpy(v, src, 64);
+  __asm__ __volatile__("vmovntdq %1, %0" : "=m"(((v4di*)dst)[0]) : "x"(v[0]));
+  __asm__ __volatile__("vmovntdq %1, %0" : "=m"(((v4di*)dst)[1]) : "x"(v[1]));
+#elif defined(__x86_64__)
+  typedef long long v2di __attribute__((vector_size(16)));
+  v2di v[4];
+  __builtin_memcpy(v, src, 64);
+  for (int i = 0; i < 4; ++i) __asm__ __volatile__("movntdq %1, %0" : "=m"(((v2di*)dst)[i]) : "x"(v[i]));
+#else
+  __builtin_memcpy(dst, src, 64);
+#endif
+}
+static inline void stream_fence() {
+#if defined(__x86_64__)
+  __asm__ __volatile__("sfence" ::: "memory");
+#endif
+}
+
 #ifndef PYPTO_RT_THREADS
 /* Kernels without anything parallel: the same interface, on the calling thread. */
 template <class F>

@@ -129,6 +129,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--plain", action="store_true", help="plain-text tables even when rich is installed")
     p.add_argument("--kernels", action="store_true",
                    help="kernel speed instead: pypto vs torch eager vs a copy (pypto/bench/kernel_speed.py)")
+    p.add_argument("--only", dest="only", action="append", metavar="TEXT",
+                   help="with --kernels: only the kernels whose name contains TEXT (repeatable)")
+    p.add_argument("--threads", dest="threads", type=int, action="append", metavar="N",
+                   help="with --kernels: this thread count (repeatable; default: 1 and all cores)")
+    p.add_argument("--cpu", action="store_true",
+                   help="with --kernels: time by the calling thread's CPU time (a loaded machine; 1-thread rows only)")
+    p.add_argument("--no-compile", dest="no_compile", action="store_true",
+                   help="with --kernels: skip the compile-time table")
     for flag, what in (("callgrind", "instruction counts under valgrind"),
                        ("breakdown", "per-stage breakdown (PYPTO_PROFILE=1 build)"),
                        ("cold", "import time and first calls in fresh processes")):

@@ -578,10 +578,13 @@ class _Emitter:
         self.line(f"{out.storage.cname}[{self.index(out, full)}] = {ids}[{q}];")
         self.close(1 + opened)
 
-    def op_matmul(self, op: Op):
+    def op_matmul(self, op: Op, into=None):
+        """into: (pointer, row stride) of a 2-D float32 destination to accumulate in instead of op's own storage
+        (the fused emitter passes the tensor a following `dst[...] = matmul` writes, when it overlaps no input)."""
         out = op.out
         a, b = op.ins
-        self.alloc(out.storage)
+        if into is None:
+            self.alloc(out.storage)
         ctd = op.attrs["ct"]
         ct = ctype(ctd)
         tile = op.attrs.get("tile")
@@ -590,7 +593,9 @@ class _Emitter:
         ap, bp = self.ptr(a, const=True), self.ptr(b, const=True)
         batched = len(out.shape) == 3
         direct = DT(out.dtype) == DT(ctd)
-        if direct:
+        if into is not None:
+            acc, acc_s0 = into
+        elif direct:
             acc, acc_s0 = out.storage.cname, S.to_cpp(out.strides[-2])
             acc_b = S.to_cpp(out.strides[0]) if batched else "0"
         else:

@@ -48,7 +48,7 @@ class Group:
         return st.out.shape
 
 
-def _same_view(a: Value, b: Value) -> bool:
+def same_view(a: Value, b: Value) -> bool:
     return (len(a.shape) == len(b.shape) and same_dim(a.offset, b.offset)
             and all(same_dim(x, y) for x, y in zip(a.shape, b.shape))
             and all(same_dim(x, y) for x, y in zip(a.strides, b.strides)))
@@ -86,7 +86,7 @@ def _try_add(g: Group, st) -> bool:
         m = g.made.get(v.storage.sid)
         if m is None:
             continue
-        if not _same_view(v, m[0].out):
+        if not same_view(v, m[0].out):
             return False
         a = m[1] + (rank - len(v.shape))
         if axis is not None and a != axis:
@@ -111,7 +111,7 @@ def _try_add(g: Group, st) -> bool:
             continue
         k = row_dim_of(v, axis, rank)
         w = g.written.get(v.storage.sid)
-        if w is not None and (k is None or k != w[1] or not _same_view(v, w[0])):
+        if w is not None and (k is None or k != w[1] or not same_view(v, w[0])):
             return False
         reads.append((v, k))
     if isinstance(st, Assign):
@@ -120,10 +120,10 @@ def _try_add(g: Group, st) -> bool:
         if any(v.storage.sid == sid for v in vals):
             return False
         for v, k in g.read_ext.get(sid, ()):
-            if k is None or k != axis or not _same_view(v, dst):
+            if k is None or k != axis or not same_view(v, dst):
                 return False
         w = g.written.get(sid)
-        if w is not None and (w[1] != axis or not _same_view(w[0], dst)):
+        if w is not None and (w[1] != axis or not same_view(w[0], dst)):
             return False
     # it fits: record
     g.n0 = n0

@@ -11,15 +11,16 @@ from __future__ import annotations
 
 from ..vocab.dtypes import DataType as DT
 from ..ir import sym as S
-from ..ir.nodes import Assign, Value
+from ..ir.nodes import Assign, Op, Value, same_dim
 from .cpp import _Emitter
-from .fuse import Group, plan_block, readers, row_dim_of
+from .fuse import Group, same_view, plan_block, readers, row_dim_of
 from .lanes import emit_reduce
 from .templates import ctype, ew_expr
 
 TILE_BUFFER_BUDGET = 192 * 1024    # bytes of tile buffers per tile (L2-resident; on the stack when static)
 TILE_TARGET_ELEMS = 8192           # elements per tile when set_vec_tile_shapes does not say
 PARALLEL_MIN_WORK = 65536          # elements; kernel_par.h's PARALLEL_MIN_WORK (no pool below it)
+STREAM_MIN_BYTES = 4 << 20         # outputs at least this large (twice a core's L2) use streaming stores
 
 
 def _is1(d) -> bool:
@@ -35,11 +36,54 @@ class FusedEmitter(_Emitter):
     def block(self, block):
         if self.debug >= 4:          # bounds checks are per statement: keep the unfused code
             return super().block(block)
-        for it in plan_block(block.stmts, self.uses):
+        items = plan_block(block.stmts, self.uses)
+        i = 0
+        while i < len(items):
+            it = items[i]
+            if i + 1 < len(items) and self.matmul_into(it, items[i + 1]):
+                i += 2
+                continue
             if isinstance(it, Group):
                 self.group(it)
             else:
                 self.stmt(it)
+            i += 1
+
+    def matmul_into(self, op, nxt) -> bool:
+        """`dst[...] = matmul(a, b)` (fp32 result, a 2-D dst with contiguous rows, the product read nowhere else):
+        gemm accumulates straight into dst instead of a zeroed temporary that is then copied: the same sums in
+        the same order, so the same bits. Only when dst's memory overlaps neither input (checked at run time:
+        parameters may alias); otherwise the temporary path."""
+        if not (isinstance(op, Op) and op.kind == "matmul" and isinstance(nxt, Group) and len(nxt.stmts) == 1):
+            return False
+        st = nxt.stmts[0]
+        out = op.out
+        if not (isinstance(st, Assign) and isinstance(st.src, Value) and st.src.storage.sid == out.storage.sid
+                and len(out.shape) == 2 and DT(out.dtype) == DT.DT_FP32 == DT(op.attrs["ct"])
+                and [id(u) for u in self.uses.get(out.storage.sid, ())] == [id(st)]):
+            return False
+        src, dst = st.src, st.dst
+        if not (same_view(src, out) and DT(dst.dtype) == DT.DT_FP32 and len(dst.shape) == 2
+                and all(same_dim(x, y) for x, y in zip(dst.shape, out.shape))
+                and isinstance(dst.strides[-1], int) and dst.strides[-1] == 1):
+            return False
+        a, b = op.ins
+        qd = self.ptr(dst, const=False)
+
+        def span(v, q):
+            end = " + ".join([q, "1"] + [f"(({self.dim(d)}) - 1) * ({S.to_cpp(s)})" for d, s in zip(v.shape, v.strides)])
+            return f"(const void*){q}, (const void*)({end})"
+
+        qa, qb = self.ptr(a, const=True), self.ptr(b, const=True)
+        self.open(f"if (!pypto_rt::overlaps({span(dst, qd)}, {span(a, qa)}) && "
+                  f"!pypto_rt::overlaps({span(dst, qd)}, {span(b, qb)}))")
+        self.op_matmul(op, into=(qd, S.to_cpp(dst.strides[-2])))
+        self.ind -= 1
+        self.open("} else")
+        self.stmt(op)
+        self.group(nxt)
+        self.close()
+        return True
 
     # ---- sizes ----------------------------------------------------------------------------------------------
     def _row_elems(self, g: Group, st):
@@ -237,6 +281,7 @@ class FusedEmitter(_Emitter):
                 self.line(f"{ct}* {name} = ({ct}*){name}_s.p;")
             self.bufs[sid] = (name, strides)
         tt = self.fresh("tt")
+        self.streamed = False
         self.r0, self.nr = self.fresh("r0"), self.fresh("nr")
         self.open(f"for (int64_t {tt} = {t0}; {tt} < {t1}; ++{tt})")
         self.line(f"const int64_t {self.r0} = {tt} * {T};")
@@ -249,18 +294,70 @@ class FusedEmitter(_Emitter):
             elif st.out.storage.sid in g.buffer or st.out.storage.sid in g.escape:
                 self.fused_ew(g, st)
         self.close()
+        if self.streamed:                       # this part's streaming stores land before it reports done
+            self.line("pypto_rt::stream_fence();")
 
     def fused_ew(self, g: Group, op):
         idx, opened = self._domain_nest(op.out.shape, g.axis[id(op)])
         self.line(f"{self.store_target(op.out.storage.sid, idx)} = {self.ew_value(op, idx)};")
         self.close(opened)
 
+    def streams(self, g: Group, st: Assign) -> bool:
+        """Whether st's write uses streaming stores: a static output of at least STREAM_MIN_BYTES whose last dim
+        is contiguous and that nothing in the group reads (it would come back from memory, not the cache)."""
+        dst = st.dst
+        n = 1
+        for d in dst.shape:
+            if not isinstance(d, int):
+                return False
+            n *= d
+        last = dst.strides[-1]
+        return (n * dst.dtype.itemsize >= STREAM_MIN_BYTES and isinstance(last, int) and last == 1
+                and 64 % dst.dtype.itemsize == 0 and dst.storage.sid not in g.read_ext)
+
     def fused_assign(self, g: Group, st: Assign):
         dst = st.dst
-        idx, opened = self._domain_nest(dst.shape, g.axis[id(st)])
-        rhs = self.load(st.src, self._align(st.src, idx)) if isinstance(st.src, Value) else self.consts[(id(st), 0)]
-        self.line(f"{self.ptrs[id(dst)]}[{self._offset(dst.strides, idx, False)}] = {rhs};")
+        ax = g.axis[id(st)]
+
+        def rhs(idx):
+            if isinstance(st.src, Value):
+                return self.load(st.src, self._align(st.src, idx))
+            return self.consts[(id(st), 0)]
+
+        if not self.streams(g, st):
+            idx, opened = self._domain_nest(dst.shape, ax)
+            self.line(f"{self.ptrs[id(dst)]}[{self._offset(dst.strides, idx, False)}] = {rhs(idx)};")
+            self.close(opened)
+            return
+        # a contiguous run along the last dim that starts on a 64-byte line and is whole lines: computed a line
+        # at a time into a register-sized block and streamed; any other run (odd width, unaligned view): plain
+        k = len(dst.shape) - 1
+        idx, opened = self._domain_nest(dst.shape, ax, list(range(k))) if k else ([None], 0)
+        row = k == ax
+        ct, per = ctype(dst.dtype), 64 // dst.dtype.itemsize
+        d, n, j, l, v = self.fresh("d"), self.fresh("n"), self.fresh("j"), self.fresh("l"), self.fresh("v")
+
+        def at(var):
+            full = list(idx)
+            full[k] = (var, row)
+            return full
+
+        self.line(f"{ct}* __restrict {d} = {self.ptrs[id(dst)]} + {self._offset(dst.strides, at('0'), False)};")
+        self.line(f"const int64_t {n} = {self.nr if row else self.dim(dst.shape[k])};")
+        self.open(f"if (pypto_rt::stream_ok({d}, {n} * (int64_t)sizeof({ct})))")
+        self.open(f"for (int64_t {j} = 0; {j} < {n}; {j} += {per})")
+        self.line(f"alignas(64) {ct} {v}[{per}];")
+        self.line("#pragma GCC ivdep")
+        self.line(f"for (int64_t {l} = 0; {l} < {per}; ++{l}) {v}[{l}] = {rhs(at(f'({j} + {l})'))};")
+        self.line(f"pypto_rt::stream64({d} + {j}, {v});")
+        self.close()
+        self.ind -= 1
+        self.open("} else")
+        self.line("#pragma GCC ivdep")
+        self.line(f"for (int64_t {j} = 0; {j} < {n}; ++{j}) {d}[{j}] = {rhs(at(j))};")
+        self.close()
         self.close(opened)
+        self.streamed = True
 
     def fused_reduce(self, g: Group, op):
         t, out = op.ins[0], op.out

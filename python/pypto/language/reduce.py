@@ -83,12 +83,14 @@ def mean(t, dim=None, keepdim=False):
 
 
 def softmax(t, dim=-1):
-    """exp(t - amax) / sum(exp(t - amax)) along `dim` (computed in the input's float dtype)."""
+    """exp(t - amax) * (1 / sum(exp(t - amax))) along `dim` (computed in the input's float dtype; the
+    reciprocal is rounded to that dtype, then multiplies each element, as torch's CPU softmax does: one
+    division per row instead of one per element)."""
     op = "softmax"
     t = check_tensor(t, op)
     m = amax(t, dim, keepdim=True)
     e = E.exp(E.sub(t, m))
-    return E.div(e, sum(e, dim, keepdim=True))
+    return E.mul(e, E.div(1, sum(e, dim, keepdim=True)))
 
 
 def rms_norm(t, weight=None, eps=1e-6, dim=-1):

@@ -201,3 +201,98 @@ def test_fused_inner_loops_vectorize(tmp_path):
     lib = compile_source(src, None, "k")[0]
     launch(lib, [x, out], num_threads=2)
     torch.testing.assert_close(out, torch.softmax(x, -1), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_streaming_stores_give_the_same_bits(seed, monkeypatch):
+    """With the streaming threshold at 0 every fused write whose last dim is contiguous streams whole 64-byte
+    lines (or falls back to plain stores on odd widths / unaligned rows): the bits equal the unfused build's."""
+    import pypto.codegen.fused as FZ
+
+    monkeypatch.setattr(FZ, "STREAM_MIN_BYTES", 0)
+    prog = random_program(seed)
+    rows, cols = [(40, 64), (300, 257), (129, 48)][seed]
+    g = torch.Generator().manual_seed(seed)
+    x, y, v = torch.randn(rows, cols, generator=g), torch.randn(rows, cols, generator=g), torch.randn(cols, generator=g)
+    k_static, _ = _kernels(prog)
+    outs = {}
+    for fuse in (True, False):
+        out, rs = torch.zeros(rows, cols), torch.zeros(rows)
+        lib, src = _build(k_static, (x, y, v, out, rs), fuse)
+        assert ("pypto_rt::stream64" in src) == fuse
+        launch(lib, [x, y, v, out, rs], num_threads=3 if fuse else 1)
+        outs[fuse] = (out, rs)
+    assert torch.equal(_bits(outs[True][0]), _bits(outs[False][0])), prog
+    assert torch.equal(_bits(outs[True][1]), _bits(outs[False][1])), prog
+    ref = run_program(_P("torch"), prog, x, y, v)
+    tol = 2e-2 if any(st[0] == "cast" for st in prog) else 1e-3
+    torch.testing.assert_close(outs[True][0], ref, rtol=tol, atol=tol, equal_nan=True)
+
+
+def test_large_outputs_stream_and_stay_exact():
+    """At the default threshold an 8 MiB fp32 output and a 4 MiB bf16 output stream (rows of whole 64-byte lines); an output view that starts
+    off a 64-byte line (a column slice) takes the plain stores; all against torch, any thread count, and the
+    bytes around the written view are untouched."""
+    import pypto.codegen.fused as FZ
+
+    B2 = pypto.Tensor([pypto.STATIC, pypto.STATIC], pypto.DT_BF16)
+
+    def k(x: S2, out: S2, half: B2):
+        out[:] = pypto.exp(x * 0.5) + x
+        half[:] = pypto.cast(x * 3.0, pypto.DT_BF16)
+
+    def k_view(x: S2, out: S2):
+        out[:, 1:] = x[:, 1:] * 2.0 + 1.0
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(2048, 1024, generator=g)
+    assert x.numel() * 2 >= FZ.STREAM_MIN_BYTES
+    for nt in (1, 2):
+        out, half = torch.zeros(2048, 1024), torch.zeros(2048, 1024, dtype=torch.bfloat16)
+        x2 = torch.randn(2048, 1024, generator=g)
+        lib, src = _build(k, (x, out, half), True)
+        assert src.count("pypto_rt::stream64") == 2 and "pypto_rt::stream_fence()" in src
+        launch(lib, [x, out, half], num_threads=nt)
+        torch.testing.assert_close(out, torch.exp(x * 0.5) + x, rtol=1e-6, atol=1e-6)
+        assert torch.equal(half, (x * 3.0).bfloat16())
+        o2 = torch.full((2048, 1024), 7.0)
+        lib2, src2 = _build(k_view, (x2, o2), True)
+        assert "pypto_rt::stream64" in src2
+        launch(lib2, [x2, o2], num_threads=nt)
+        assert torch.equal(o2[:, 1:], x2[:, 1:] * 2.0 + 1.0) and torch.equal(o2[:, 0], torch.full((2048,), 7.0))
+
+
+def test_matmul_writes_its_destination_directly_unless_it_overlaps_an_input():
+    """`out[...] = matmul(a, b)` accumulates straight into out (no temporary, no copy): same bits as the unfused
+    build; into a strided view of a wider tensor; and when out is also an input (aliasing parameters) the
+    temporary path keeps the result right."""
+    def k(a: S2, b: S2, out: S2):
+        pypto.set_cube_tile_shapes([32, 32], [48, 48], [64, 64])
+        out[:] = pypto.matmul(a, b, pypto.DT_FP32)
+
+    def k_view(a: S2, b: S2, out: S2):
+        pypto.set_cube_tile_shapes([32, 32], [48, 48], [64, 64])
+        out[:, 8:72] = pypto.matmul(a, b, pypto.DT_FP32)
+
+    g = torch.Generator().manual_seed(0)
+    a, b = torch.randn(70, 100, generator=g), torch.randn(100, 64, generator=g)
+    res = {}
+    for fuse in (True, False):
+        out = torch.zeros(70, 64)
+        lib, src = _build(k, (a, b, out), fuse)
+        assert ("pypto_rt::overlaps" in src) == fuse
+        launch(lib, [a, b, out], num_threads=2)
+        res[fuse] = out
+    assert torch.equal(_bits(res[True]), _bits(res[False]))
+    torch.testing.assert_close(res[True], a @ b, rtol=1e-5, atol=1e-4)
+    wide = torch.full((70, 80), 5.0)
+    lib, src = _build(k_view, (a, b, wide), True)
+    launch(lib, [a, b, wide], num_threads=2)
+    assert torch.equal(_bits(wide[:, 8:72]), _bits(res[True]))
+    assert torch.equal(wide[:, :8], torch.full((70, 8), 5.0)) and torch.equal(wide[:, 72:], torch.full((70, 8), 5.0))
+    sq = torch.randn(64, 64, generator=g)
+    bsq = torch.randn(64, 64, generator=g)
+    ref = sq @ bsq
+    lib, src = _build(k, (sq, bsq, sq), True)
+    launch(lib, [sq, bsq, sq], num_threads=1)         # out is a: the product must come from the old a
+    torch.testing.assert_close(sq, ref, rtol=1e-5, atol=1e-4)
