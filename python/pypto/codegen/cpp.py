@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from ..vocab.dtypes import DataType as DT
 from ..ir import sym as S
-from ..ir.nodes import LOCAL, PARAM, TEMP, Assign, Check, If, Kernel, Loop, Op, Storage, UnrolledLoop, Value
+from ..ir.nodes import (LOCAL, PARAM, TEMP, Assign, Check, If, Kernel, Loop, Op, ScalarRead, Storage, UnrolledLoop,
+                        Value)
 from .lanes import emit_reduce
 from .names import c_string
 from .templates import ctype, ew_expr
@@ -152,6 +153,11 @@ class _Emitter:
             self.assign(st)
         elif isinstance(st, Check):
             self.line(f"if (!{S.to_cpp(st.cond)}) return pypto_rt::fail(ctx, {c_string(st.msg)});")
+        elif isinstance(st, ScalarRead):
+            if self.debug >= 4:
+                self.bounds([st.src], "read")
+            off = S.to_cpp(st.src.offset)
+            self.line(f"const int64_t {st.var.args[1]} = (int64_t){st.src.storage.cname}[{off}];")
         elif isinstance(st, Loop):
             self.loop(st)
         elif isinstance(st, UnrolledLoop):
@@ -437,6 +443,11 @@ class _Emitter:
         full = list(ivars)
         full[d] = self._checked_index(ip, idx, ivars, n, op.attrs["msg"])
         rhs = f"{sp}[{self.index(src, ivars)}]" if isinstance(src, Value) else sp
+        red = op.attrs.get("reduce")
+        if red is not None:   # combine in the compute dtype, rounded to the element type once per update
+            ct, tgt = ctype(op.attrs["ct"]), f"{out.storage.cname}[{self.index(out, full)}]"
+            rhs = (f"pypto_rt::Cvt<{ctype(out.dtype)}>::from(pypto_rt::Cvt<{ct}>::from({tgt}) "
+                   f"{'+' if red == 'add' else '*'} pypto_rt::Cvt<{ct}>::from({rhs}))")
         self.line(f"{out.storage.cname}[{self.index(out, full)}] = {rhs};")
         self.close(opened)
 

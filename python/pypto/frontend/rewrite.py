@@ -178,6 +178,9 @@ class _Branch:
                 out[n] = t
             elif isinstance(t, (int, float, S.Sym)) and isinstance(e, (int, float, S.Sym)):
                 out[n] = S.select(self.cond, t, e)  # a scalar set differently in each branch: cond ? t : e
+            elif isinstance(t, Value) and isinstance(e, Value):
+                # a tensor from each branch: both copy into one local tensor made before the `if`
+                out[n] = self.builder.branch_merge_tensor(self.stmt, t, e, n)
             elif t is _MISSING or e is _MISSING:
                 out[n] = _Undefined(
                     f"kernel '{self.rt.kernel_name}': `{n}` is assigned in only one branch of the kernel-level "
