@@ -8,9 +8,10 @@ codegen/templates.py (EW) under the op's template name. Rules: docs/language.md.
 from __future__ import annotations
 
 import builtins
+import sys
 
 from ..ir.infer import KEEPS_SCALAR, round_scalar
-from ._helpers import (DT, S, Value, check_dtype, check_operand, check_tensor, compute_dtype, current,
+from ._helpers import (DT, S, Value, check_dtype, check_enum, check_operand, check_tensor, compute_dtype, current,
                        elementwise, result_dtype)
 
 
@@ -42,7 +43,20 @@ def _named(fn, name: str, doc: str):
     return fn
 
 
-def _def_binary(name: str, fn: str, doc: str, float_only=False):
+def _check_precision(precision_type, op: str) -> None:
+    """The reference's `precision_type=` (pypto.PrecisionType): validated; both modes compute the exact
+    (torch) result here."""
+    if precision_type is not None:
+        from ..vocab.enums import PrecisionType
+        check_enum(precision_type, PrecisionType, op, "precision_type")
+
+
+def _def_binary(name: str, fn: str, doc: str, float_only=False, precision=False):
+    if precision:
+        def f(a, b, precision_type=None):
+            _check_precision(precision_type, name)
+            return _binary(fn, a, b, name, float_only=float_only)
+        return _named(f, name, doc + " `precision_type` (pypto.PrecisionType) is accepted; results are exact.")
     return _named(lambda a, b: _binary(fn, a, b, name, float_only=float_only), name, doc)
 
 
@@ -51,13 +65,13 @@ add = _def_binary("add", "add", "a + b with broadcasting (a, b: tensors or scala
 sub = _def_binary("sub", "sub", "a - b with broadcasting.")
 mul = _def_binary("mul", "mul", "a * b with broadcasting.")
 div = _def_binary("div", "div", "True division a / b. Integer (or bool) operands give an FP32 result, as torch.div "
-                                "does.", float_only=True)
+                                "does.", float_only=True, precision=True)
 floor_divide = _def_binary("floor_divide", "floordiv", "a // b (torch.floor_divide, bit for bit for floats). "
                                                        "Integer division by zero yields 0.")
 remainder = _def_binary("remainder", "mod", "a % b with the sign of the divisor (Python / torch.remainder). "
-                                            "Integer x % 0 yields 0.")
+                                            "Integer x % 0 yields 0.", precision=True)
 pow = _def_binary("pow", "pow", "a ** b. Integer ** integer stays integer (a negative exponent gives 0 except for "
-                                "|a| == 1).")
+                                "|a| == 1).", precision=True)
 maximum = _def_binary("maximum", "maximum", "Elementwise maximum; NaN propagates (torch.maximum).")
 minimum = _def_binary("minimum", "minimum", "Elementwise minimum; NaN propagates (torch.minimum).")
 
@@ -73,14 +87,20 @@ def _unary(fn: str, x, op: str, float_only=False, keep_int=False):
     return elementwise(fn, [x], dt, (ct,), op)
 
 
-def _def_unary(name: str, doc: str, float_only=False, keep_int=False):
+def _def_unary(name: str, doc: str, float_only=False, keep_int=False, precision=False):
+    if precision:
+        def f(x, precision_type=None):
+            _check_precision(precision_type, name)
+            return _unary(name, x, name, float_only=float_only, keep_int=keep_int)
+        return _named(f, name, doc + " `precision_type` (pypto.PrecisionType) is accepted; results are exact.")
     return _named(lambda x: _unary(name, x, name, float_only=float_only, keep_int=keep_int), name, doc)
 
 
-exp = _def_unary("exp", "e ** x. Integer inputs give FP32 (torch.exp).", float_only=True)
-log = _def_unary("log", "Natural logarithm. Integer inputs give FP32.", float_only=True)
-sqrt = _def_unary("sqrt", "Square root (correctly rounded). Integer inputs give FP32.", float_only=True)
-rsqrt = _def_unary("rsqrt", "1 / sqrt(x). Integer inputs give FP32.", float_only=True)
+exp = _def_unary("exp", "e ** x. Integer inputs give FP32 (torch.exp).", float_only=True, precision=True)
+log = _def_unary("log", "Natural logarithm. Integer inputs give FP32.", float_only=True, precision=True)
+sqrt = _def_unary("sqrt", "Square root (correctly rounded). Integer inputs give FP32.", float_only=True,
+                  precision=True)
+rsqrt = _def_unary("rsqrt", "1 / sqrt(x). Integer inputs give FP32.", float_only=True, precision=True)
 tanh = _def_unary("tanh", "Hyperbolic tangent. Integer inputs give FP32.", float_only=True)
 sigmoid = _def_unary("sigmoid", "1 / (1 + exp(-x)). Integer inputs give FP32.", float_only=True)
 erfc = _def_unary("erfc", "Complementary error function 1 - erf(x), accurate for large x (torch.erfc). Integer "
@@ -137,12 +157,18 @@ def clip(x, min=None, max=None):
 clamp = clip
 
 
-def cast(x, dtype):
+def cast(x, dtype, mode=None, satmode=None):
     """Convert to `dtype`. float -> int truncates toward zero (as torch does); -> bool is `x != 0`;
-    -> fp16/bf16 rounds to nearest even."""
+    -> fp16/bf16 rounds to nearest even. `mode` (pypto.CastMode) and `satmode` (pypto.SaturationMode): the
+    reference's rounding and saturation modes (language/cast_modes.py)."""
     op = "cast"
     x = check_tensor(x, op)
     dtype = check_dtype(dtype, op)
+    if mode is not None or satmode is not None:
+        from . import cast_modes
+        from ..vocab.enums import CastMode, SaturationMode
+        return cast_modes.cast_with_modes(sys.modules[__name__], x, dtype, CastMode.CAST_NONE if mode is None
+                                          else mode, SaturationMode.OFF if satmode is None else satmode)
     return elementwise("cast", [x], dtype, (None,), op)
 
 

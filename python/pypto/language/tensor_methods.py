@@ -217,11 +217,11 @@ class TensorMethods:
     def amin(self, dim=None, keepdim=False):
         return red.amin(self, dim, keepdim)
 
-    def exp(self):
-        return ew.exp(self)
+    def exp(self, precision_type=None):
+        return ew.exp(self, precision_type)
 
-    def sqrt(self):
-        return ew.sqrt(self)
+    def sqrt(self, precision_type=None):
+        return ew.sqrt(self, precision_type)
 
     def reshape(self, *shape):
         if len(shape) == 1 and isinstance(shape[0], (list, tuple)):
