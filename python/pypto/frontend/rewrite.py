@@ -188,10 +188,11 @@ class _Branch:
                     f"no single value after it); assign it before the `if` or in both branches alike")
             else:
                 out[n] = _Undefined(
-                    f"kernel '{self.rt.kernel_name}': `{n}` gets a different tensor in each branch of the "
-                    f"kernel-level `if` at {where} (its condition is only known when the kernel runs), so it "
-                    f"cannot be used after the `if`; write results into a tensor created before the `if` "
-                    f"(t[:] = ... / pypto.assemble) in each branch, or use pypto.where")
+                    f"kernel '{self.rt.kernel_name}': `{n}` gets values in the two branches of the kernel-level "
+                    f"`if` at {where} that cannot be merged (its condition is only known when the kernel runs; "
+                    f"two tensors or two numbers can be), so it cannot be used after the `if`; write results into "
+                    f"a tensor created before the `if` (t[:] = ... / pypto.assemble) in each branch, or use "
+                    f"pypto.where")
         return out
 
 

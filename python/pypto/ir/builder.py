@@ -175,9 +175,6 @@ class Builder:
             # an op's result written to (`t = pypto.add(a, b); t[:2] = ...`): from now on it is a local tensor,
             # so the code generator keeps it in memory instead of fusing its producer into the consumers
             st.kind = LOCAL
-        if not st.writable:
-            raise self.error(op, "the target is not writable: only tensor parameters, local tensors "
-                                 "(pypto.tensor / pypto.full) and views of them can be written")
         if st.kind == PARAM:
             self.written.add(st.param_index)
         self.emit(Assign(dst, src))
@@ -269,6 +266,36 @@ class Builder:
                 f"{code.co_filename}:{offs[0]}, detected from the bytecode): the loop body is traced once into "
                 f"a kernel loop, so `continue` cannot skip the rest of it; use a kernel branch "
                 f"(`if pypto.cond(...)`) or a mask instead")
+
+    def loop_upper_bound(self, x):
+        """An upper bound of int expression `x` over the iterations of the enclosing kernel loops: each loop index
+        in a linear form is replaced by its largest (positive coefficient) or smallest (negative) value; None
+        when a loop index sits inside a non-linear term. Used to keep `x[i:i + 1]` static inside `for i in
+        pypto.loop(n)`, where the stop provably never passes the end."""
+        for _ in range(8):              # a loop's bounds may name the indices of enclosing loops: substitute again
+            if not S.is_sym(x):
+                return x
+            loops = {k: self.loop_index[k] for k in S.free_vars(x) if k in self.loop_index}
+            if not loops:
+                return x
+            if x.kind != S.INT:
+                return None
+            c, terms = S._as_lin(x)
+            out = c
+            for atom, k in terms.values():
+                lp = loops.get(atom.key) if atom.op == "var" else None
+                if lp is not None:
+                    step = lp.step if isinstance(lp.step, int) else 1
+                    # an unrolled sub-loop of factor f runs whole groups: its index is at most stop - f*step
+                    f = next((fa for fa, v, _ in getattr(lp, "parts", ()) if v.key == atom.key), 1)
+                    hi, lo = (S.sub(lp.stop, f * step), lp.start) if step > 0 else (lp.start, S.sub(lp.stop, f * step))
+                    out = S.add(out, S.mul(hi if k > 0 else lo, k))
+                elif S.free_vars(atom).keys() & loops.keys():
+                    return None
+                else:
+                    out = S.add(out, S.mul(atom, k))
+            x = out
+        return None
 
     def read_scalar(self, v: Value, op: str):
         """The element of the 0-d integer view `v` as a runtime scalar (an int Sym), read here."""

@@ -84,6 +84,10 @@ def _norm_index(i, d, ax, op):
     return i
 
 
+def _moves_with_a_loop(b, x) -> bool:
+    return any(k in b.loop_index for k in S.free_vars(x))
+
+
 def getitem(t: Value, idx, op="getitem") -> Value:
     """t[idx]: ints / symbolic ints (drop the dim), slices with positive static steps, `...`, None."""
     b = current(op)
@@ -128,7 +132,16 @@ def getitem(t: Value, idx, op="getitem") -> Value:
             else:
                 s0 = 0 if start is None else (S.add(d, start) if isinstance(start, int) and start < 0 else start)
                 s1 = d if stop is None else (S.add(d, stop) if isinstance(stop, int) and stop < 0 else stop)
-                s1 = S.smin(s1, d)     # a stop past the end clamps (Python slicing)
+                if _moves_with_a_loop(b, s1):
+                    # the stop of a block that walks a kernel loop (`x[i*4:(i+1)*4]`): where it may pass the end
+                    # (the last block) it clamps, as Python slicing does; other symbolic stops are checked below
+                    ub = b.loop_upper_bound(s1)
+                    over = None if ub is None else S._const_diff(ub, d)
+                    if not isinstance(over, int) or over > 0:
+                        s1 = S.smin(s1, d)
+                else:
+                    b.check(S.compare("<=", s1, d), f"slice stop {S.to_text(s1)} exceeds dim {ax} of size "
+                                                    f"{S.to_text(d)}", op)
                 b.check(S.compare(">=", s0, 0), f"slice start {S.to_text(s0)} of dim {ax} is negative", op)
                 b.check(S.compare("<=", s0, s1), f"slice start {S.to_text(s0)} > stop {S.to_text(s1)} in dim {ax}",
                         op)

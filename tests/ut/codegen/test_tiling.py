@@ -60,7 +60,7 @@ def test_vec_tiles_block_the_generated_loops(tile):
 def test_vec_tiles_apply_to_the_ops_that_follow_in_the_scope():
     def k(a: pypto.Tensor([pypto.DYNAMIC, 64], pypto.DT_FP32), out: pypto.Tensor([pypto.DYNAMIC, 64], pypto.DT_FP32)):
         out[:] = a + 1.0                              # untiled
-        for i in pypto.loop(a.shape[0]):
+        for i in pypto.loop(out.shape[0]):            # (i + 1 <= out.shape[0]: the row slices stay static)
             pypto.set_vec_tile_shapes(1, 16)          # only inside this loop body
             out[i:i + 1, :] = out[i:i + 1, :] * 3.0
         out[:] = out - 2.0                            # untiled again
