@@ -254,3 +254,32 @@ def test_reshape_with_valid_shape_reshapes_the_valid_data(n):
     a, out = torch.randn(n, 8), torch.zeros(n, 2, 4)
     k_reshape_valid(a, out)
     assert torch.equal(out, a.reshape(n, 2, 4))
+
+
+# ---- the verify interpreter runs the same semantics ---------------------------------------------------------------
+
+def _verified_body(cnt: pypto.Tensor([4], pypto.DT_INT32), x: pypto.Tensor([D, 8], F32), idx: pypto.Tensor([D, 3],
+                   pypto.DT_INT64), out: pypto.Tensor([D, 8], F32)):
+    n = x.shape[0]
+    t = pypto.scatter(x, 1, idx, x[:, 0:3], reduce="add")
+    t[0:1, :] = 0.0                                       # an op result written
+    if cnt[0] > 1:                                        # an element read as a condition
+        y = t * 2.0
+    else:
+        y = t - 1.0                                       # merged after the if
+    for i in pypto.loop(0, (n + 2) // 3):
+        out[i * 3:(i + 1) * 3, :] = y[i * 3:(i + 1) * 3, :]   # the last block clamps
+
+
+@pytest.mark.parametrize("flag,n", [(2, 7), (0, 6)])
+def test_the_verify_interpreter_agrees(flag, n):
+    k = pypto.frontend.jit(_verified_body, verify_options={"enable_pass_verify": True})
+    g = torch.Generator().manual_seed(n)
+    cnt, x = torch.tensor([flag, 0, 0, 0], dtype=torch.int32), torch.randn(n, 8, generator=g)
+    idx = torch.randint(0, 8, (n, 3), generator=g)
+    out = torch.zeros(n, 8)
+    k(cnt, x, idx, out)
+    t = x.scatter_reduce(1, idx, x[:, 0:3], "sum", include_self=True)
+    t[0] = 0
+    assert torch.equal(out, t * 2 if flag > 1 else t - 1)
+    assert [(r.stage, r.status) for r in k.last_verify] == [("TENSOR_GRAPH", "ok"), ("CODEGEN_BINARY", "ok")]
