@@ -13,7 +13,8 @@ from ..ir.nodes import Value
 from ._helpers import describe
 
 __all__ = ["set_semantic_label", "get_semantic_label", "set_matrix_size", "get_matrix_size", "TileL1Info",
-           "TileL0Info", "set_conv_tile_shapes", "get_conv_tile_shapes", "pass_verify_print", "pass_verify_save"]
+           "TileL0Info", "set_conv_tile_shapes", "get_conv_tile_shapes", "pass_verify_print", "pass_verify_save",
+           "set_cache_policy", "get_cache_policy"]
 
 _state = threading.local()      # values set outside a kernel, or last set by a traced kernel (this thread)
 
@@ -176,3 +177,28 @@ def pass_verify_save(tensor, fname, cond=1, **kwargs) -> None:
     for k, v in kwargs.items():
         if isinstance(v, bool) or not isinstance(v, int) and not S.is_sym(v):
             raise b.error(op, f"{k} must be an int or a symbolic scalar, got {describe(v)}")
+
+
+def set_cache_policy(t, policy, value) -> None:
+    """`t.set_cache_policy(pypto.CachePolicy..., bool)`: how the NPU caches the tensor's data (its storage). Kept
+    for get_cache_policy for the rest of the trace; no effect on the simulator."""
+    from ..vocab.enums import CachePolicy
+    op = "set_cache_policy"
+    b = _kernel(op)
+    if not isinstance(policy, CachePolicy):
+        raise b.error(op, f"policy must be a pypto.CachePolicy, got {describe(policy)}")
+    if not isinstance(value, bool):
+        raise b.error(op, f"value must be a bool, got {describe(value)}")
+    if not hasattr(b, "cache_policies"):
+        b.cache_policies = {}
+    b.cache_policies[(t.storage.sid, policy)] = value
+
+
+def get_cache_policy(t, policy) -> bool:
+    """The value set for `policy` on the tensor's storage (False if never set)."""
+    from ..vocab.enums import CachePolicy
+    op = "get_cache_policy"
+    b = _kernel(op)
+    if not isinstance(policy, CachePolicy):
+        raise b.error(op, f"policy must be a pypto.CachePolicy, got {describe(policy)}")
+    return getattr(b, "cache_policies", {}).get((t.storage.sid, policy), False)

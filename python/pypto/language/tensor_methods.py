@@ -13,6 +13,7 @@ from ..ir.builder import active, current
 from ..ir.nodes import Value
 from ..vocab.dtypes import DataType
 from . import elementwise as ew
+from . import hints
 from . import indexing
 from . import reduce as red
 from . import shape_ops
@@ -234,8 +235,14 @@ class TensorMethods:
     def unsqueeze(self, d):
         return shape_ops.unsqueeze(self, d)
 
-    def cast(self, dtype):
-        return ew.cast(self, dtype)
+    def cast(self, dtype, mode=None, satmode=None):
+        return ew.cast(self, dtype, mode, satmode)
+
+    def set_cache_policy(self, policy, value):
+        hints.set_cache_policy(self, policy, value)
+
+    def get_cache_policy(self, policy):
+        return hints.get_cache_policy(self, policy)
 
     astype = cast
 

@@ -99,7 +99,8 @@ def test_vec_tile_errors_through_the_public_api_leave_outputs_untouched():
     assert bool((out == 5.0).all())
 
 
-def k_sym_tile(a: pypto.Tensor([pypto.DYNAMIC, 8], pypto.DT_FP32), out: pypto.Tensor([pypto.DYNAMIC, 8], pypto.DT_FP32)):
+def k_sym_tile(a: pypto.Tensor([pypto.DYNAMIC, 8], pypto.DT_FP32),
+               out: pypto.Tensor([pypto.DYNAMIC, 8], pypto.DT_FP32)):
     pypto.set_vec_tile_shapes(a.shape[0], 8)          # no static bound: the default tile
     out[:] = pypto.exp(a) + 1.0
 

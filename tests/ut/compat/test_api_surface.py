@@ -646,3 +646,29 @@ def test_operation_options_read_back_and_hold_inside_a_kernel():
     assert pypto.experimental.get_operation_options() == {"combine_axis": False}
     with pytest.raises(TypeError, match="combine_axis must be a bool, got 1"):
         pypto.experimental.set_operation_options(combine_axis=1)
+
+
+def test_cache_policy_is_kept_per_tensor_and_changes_nothing():
+    seen = []
+
+    @pypto.frontend.jit
+    def k_cache(a: ANY, out: ANY):
+        a.set_cache_policy(pypto.CachePolicy.NONE_CACHEABLE, True)
+        seen.append((a.get_cache_policy(pypto.CachePolicy.NONE_CACHEABLE),
+                     a.get_cache_policy(pypto.CachePolicy.PREFETCH),
+                     out.get_cache_policy(pypto.CachePolicy.NONE_CACHEABLE)))
+        out[:] = a.cast(pypto.DT_INT32, pypto.CastMode.CAST_FLOOR)
+
+    a, out = torch.randn(4, 8) * 9, torch.zeros(4, 8, dtype=torch.int32)
+    k_cache(a, out)
+    assert seen == [(True, False, False)] and torch.equal(out, torch.floor(a).to(torch.int32))
+
+    @pypto.frontend.jit
+    def k_bad_policy(a: ANY, out: ANY):
+        a.set_cache_policy("prefetch", True)
+        out[:] = a
+
+    out = torch.full((4,), 3.0)
+    _fails_untouched(KernelTraceError, lambda: k_bad_policy(torch.ones(4), out), out, "kernel 'k_bad_policy'",
+                     "set_cache_policy: policy must be a pypto.CachePolicy, got str 'prefetch'")
+
