@@ -43,4 +43,16 @@ from . import export  # pypto.export([kernels], dir, examples=...): AOT bundles 
 from . import torch_op  # kernel.as_torch_op(): the kernel as a torch.library custom op (torch.compile, export)
 from .language import *  # noqa: F401,F403  the kernel language: ops, loop, tiling
 from .verify import set_verify_golden_data
-
+# the reference namespace's enums, typed scalars, symbolic scalars, sub-functions, hints and experimental ops
+from .vocab.enums import (CachePolicy, CastMode, LogBaseType, OpType, OutType, PrecisionType, ReLuType, ReduceMode,
+                          SaturationMode, ScatterMode, TopKAlgo, TransMode)
+from .vocab.element import Element
+from .vocab.pass_config import (PassConfigKey, PassConfigs, get_pass_config, get_pass_configs,
+                                get_pass_default_config, platform, set_pass_config, set_pass_default_config)
+from .ir.sym import Sym as SymbolicScalar
+from .ir.sym import Sym as symbolic_scalar  # the reference's alias (`pypto.symbolic_scalar(2)`)
+from .language import experimental
+from .language.hints import (TileL0Info, TileL1Info, get_conv_tile_shapes, pass_verify_print, pass_verify_save,
+                             set_conv_tile_shapes, set_matrix_size, set_semantic_label)
+from .frontend.function import function_scope as function
+from .frontend.from_torch import from_torch

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from ..vocab.dtypes import DataType as DT
 from ..ir import sym as S
-from ..ir.nodes import LOCAL, PARAM, TEMP, Assign, Check, If, Kernel, Loop, Op, Storage, UnrolledLoop, Value
+from ..ir.nodes import (LOCAL, PARAM, TEMP, Assign, Check, If, Kernel, Loop, Op, ScalarRead, Storage, UnrolledLoop,
+                        Value)
 from .lanes import emit_reduce
 from .names import c_string
 from .templates import ctype, ew_expr
@@ -152,6 +153,11 @@ class _Emitter:
             self.assign(st)
         elif isinstance(st, Check):
             self.line(f"if (!{S.to_cpp(st.cond)}) return pypto_rt::fail(ctx, {c_string(st.msg)});")
+        elif isinstance(st, ScalarRead):
+            if self.debug >= 4:
+                self.bounds([st.src], "read")
+            off = S.to_cpp(st.src.offset)
+            self.line(f"const int64_t {st.var.args[1]} = (int64_t){st.src.storage.cname}[{off}];")
         elif isinstance(st, Loop):
             self.loop(st)
         elif isinstance(st, UnrolledLoop):

@@ -19,7 +19,7 @@ expression is recomputed inside each consumer: no memory at all).
 """
 from __future__ import annotations
 
-from ..ir.nodes import TEMP, Assign, Check, Op, Value, same_dim
+from ..ir.nodes import TEMP, Assign, Check, Op, ScalarRead, Value, same_dim
 
 EXPENSIVE = {"exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erfc", "pow", "div", "floordiv", "mod",
              # libm calls (include/pypto/kernel_rt.h) and divisions
@@ -157,6 +157,8 @@ def readers(kernel) -> dict:
             elif isinstance(st, Assign):
                 if isinstance(st.src, Value):
                     out.setdefault(st.src.storage.sid, []).append(st)
+            elif isinstance(st, ScalarRead):
+                out.setdefault(st.src.storage.sid, []).append(st)
             for sub in ("body", "then", "orelse"):
                 b = getattr(st, sub, None)
                 if b is not None and hasattr(b, "stmts"):

@@ -8,7 +8,8 @@ The annotations are re-exported here because the reference pypto spells them `py
 """
 from ..vocab.annotations import DYN, DYNAMIC, STATIC, DynamicDim, Scalar, Tensor, TileOpFormat, dynamic
 from .jit import jit
+from .function import function
 from ..vocab.options import CompileStage, RunMode, options
 
-__all__ = ["jit", "dynamic", "Tensor", "Scalar", "STATIC", "DYNAMIC", "DYN", "DynamicDim", "TileOpFormat",
+__all__ = ["jit", "function", "dynamic", "Tensor", "Scalar", "STATIC", "DYNAMIC", "DYN", "DynamicDim", "TileOpFormat",
            "RunMode", "CompileStage", "options"]

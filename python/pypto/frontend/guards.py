@@ -113,6 +113,7 @@ def _is_user_helper(obj) -> bool:
 
 def collect_guards(fn, tree: ast.AST | None = None, _seen: set | None = None) -> list[GuardSpec]:
     """Guards for `fn` and, recursively, for the helper functions it references."""
+    fn = getattr(fn, "__pypto_inline__", fn)   # a @pypto.frontend.function: the function it inlines
     seen = _seen if _seen is not None else set()
     if fn in seen:
         return []

@@ -178,6 +178,9 @@ class _Branch:
                 out[n] = t
             elif isinstance(t, (int, float, S.Sym)) and isinstance(e, (int, float, S.Sym)):
                 out[n] = S.select(self.cond, t, e)  # a scalar set differently in each branch: cond ? t : e
+            elif isinstance(t, Value) and isinstance(e, Value):
+                # a tensor from each branch: both copy into one local tensor made before the `if`
+                out[n] = self.builder.branch_merge_tensor(self.stmt, t, e, n)
             elif t is _MISSING or e is _MISSING:
                 out[n] = _Undefined(
                     f"kernel '{self.rt.kernel_name}': `{n}` is assigned in only one branch of the kernel-level "
@@ -185,10 +188,11 @@ class _Branch:
                     f"no single value after it); assign it before the `if` or in both branches alike")
             else:
                 out[n] = _Undefined(
-                    f"kernel '{self.rt.kernel_name}': `{n}` gets a different tensor in each branch of the "
-                    f"kernel-level `if` at {where} (its condition is only known when the kernel runs), so it "
-                    f"cannot be used after the `if`; write results into a tensor created before the `if` "
-                    f"(t[:] = ... / pypto.assemble) in each branch, or use pypto.where")
+                    f"kernel '{self.rt.kernel_name}': `{n}` gets values in the two branches of the kernel-level "
+                    f"`if` at {where} that cannot be merged (its condition is only known when the kernel runs; "
+                    f"two tensors or two numbers can be), so it cannot be used after the `if`; write results into "
+                    f"a tensor created before the `if` (t[:] = ... / pypto.assemble) in each branch, or use "
+                    f"pypto.where")
         return out
 
 

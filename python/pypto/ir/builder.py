@@ -8,9 +8,10 @@ import os
 import sys
 import threading
 
-from ..errors import KernelTraceError
+from ..errors import KernelTraceError, UnsupportedFeatureError
 from . import sym as S
-from .nodes import LOCAL, PARAM, TEMP, Assign, Block, Check, If, Loop, Op, Storage, UnrolledLoop, Value, row_major
+from .nodes import (LOCAL, PARAM, TEMP, Assign, Block, Check, If, Loop, Op, ScalarRead, Storage, UnrolledLoop, Value,
+                    row_major, same_dim)
 
 _state = threading.local()
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -79,6 +80,11 @@ class Builder:
     def error(self, op: str, msg: str) -> KernelTraceError:
         return KernelTraceError(f"kernel '{self.kernel_name}': {op}: {msg} (at {user_location()})")
 
+    def unsupported(self, op: str, feature: str) -> UnsupportedFeatureError:
+        """A reference feature this pypto cannot compute: '<feature> is not supported yet', naming the kernel."""
+        return UnsupportedFeatureError(f"kernel '{self.kernel_name}': {op}: {feature} is not supported yet "
+                                       f"(at {user_location()})")
+
     # ---- values -------------------------------------------------------------------------------------------
     def _new_vid(self) -> int:
         self.nvalues += 1
@@ -125,6 +131,10 @@ class Builder:
                                      "(pypto.tensor/assemble/slice write) inside the loop instead")
         elif isinstance(v, S.Sym):
             for var in S.free_vars(v).values():
+                if var.args[1] is None:
+                    raise self.error(op, f"the symbolic scalar `{var}` was made by pypto.SymbolicScalar("
+                                         f"{var.args[0]!r}) and has no value inside a kernel; use a DYNAMIC dim, "
+                                         f"a loop index or a scalar parameter")
                 if var.scope is not None and not var.scope.encloses(self.block):
                     raise self.error(op, f"the loop variable `{var}` is used outside its pypto.loop")
 
@@ -161,9 +171,10 @@ class Builder:
 
     def assign(self, dst: Value, src, op: str):
         st = dst.storage
-        if not st.writable:
-            raise self.error(op, "the target is not writable: only tensor parameters, local tensors "
-                                 "(pypto.tensor / pypto.full) and views of them can be written")
+        if st.kind == TEMP:
+            # an op's result written to (`t = pypto.add(a, b); t[:2] = ...`): from now on it is a local tensor,
+            # so the code generator keeps it in memory instead of fusing its producer into the consumers
+            st.kind = LOCAL
         if st.kind == PARAM:
             self.written.add(st.param_index)
         self.emit(Assign(dst, src))
@@ -256,7 +267,69 @@ class Builder:
                 f"a kernel loop, so `continue` cannot skip the rest of it; use a kernel branch "
                 f"(`if pypto.cond(...)`) or a mask instead")
 
+    def loop_upper_bound(self, x):
+        """An upper bound of int expression `x` over the iterations of the enclosing kernel loops: each loop index
+        in a linear form is replaced by its largest (positive coefficient) or smallest (negative) value; None
+        when a loop index sits inside a non-linear term. Used to keep `x[i:i + 1]` static inside `for i in
+        pypto.loop(n)`, where the stop provably never passes the end."""
+        for _ in range(8):              # a loop's bounds may name the indices of enclosing loops: substitute again
+            if not S.is_sym(x):
+                return x
+            loops = {k: self.loop_index[k] for k in S.free_vars(x) if k in self.loop_index}
+            if not loops:
+                return x
+            if x.kind != S.INT:
+                return None
+            c, terms = S._as_lin(x)
+            out = c
+            for atom, k in terms.values():
+                lp = loops.get(atom.key) if atom.op == "var" else None
+                if lp is not None:
+                    step = lp.step if isinstance(lp.step, int) else 1
+                    # an unrolled sub-loop of factor f runs whole groups: its index is at most stop - f*step
+                    f = next((fa for fa, v, _ in getattr(lp, "parts", ()) if v.key == atom.key), 1)
+                    hi, lo = (S.sub(lp.stop, f * step), lp.start) if step > 0 else (lp.start, S.sub(lp.stop, f * step))
+                    out = S.add(out, S.mul(hi if k > 0 else lo, k))
+                elif S.free_vars(atom).keys() & loops.keys():
+                    return None
+                else:
+                    out = S.add(out, S.mul(atom, k))
+            x = out
+        return None
+
+    def read_scalar(self, v: Value, op: str):
+        """The element of the 0-d integer view `v` as a runtime scalar (an int Sym), read here."""
+        self.nscalars = getattr(self, "nscalars", 0) + 1
+        name = f"{v.storage.param_name or 'v'}_{self.nscalars}"
+        var = S.var(name, f"rs{self.nscalars}", S.INT, scope=self.block)
+        self.use(v, op)
+        self.emit(ScalarRead(var, v))
+        return var
+
     # ---- branches -------------------------------------------------------------------------------------------
+    def branch_merge_tensor(self, stmt: If, t: Value, e: Value, name: str) -> Value:
+        """The tensor a name holds after a kernel-level `if` that bound it to `t` in the then-branch and `e` in the
+        else-branch: a local tensor allocated before the `if`, each branch copying its value into it at its end.
+        Both must have the same dtype and shape (the shape as known at trace time)."""
+        where = f"kernel-level `if` at {stmt.line}"
+        if t.dtype != e.dtype:
+            raise self.error("if", f"`{name}` is a {t.dtype.short} tensor in one branch of the {where} and a "
+                                   f"{e.dtype.short} tensor in the other; cast one so both branches agree")
+        if len(t.shape) != len(e.shape) or not all(same_dim(a, b) for a, b in zip(t.shape, e.shape)):
+            raise self.error("if", f"`{name}` has shape {[S.to_text(d) for d in t.shape]} in one branch of the "
+                                   f"{where} and {[S.to_text(d) for d in e.shape]} in the other; both branches "
+                                   f"must give it the same shape to use it after the `if`")
+        cap = tuple(None if a is None or b is None else max(a, b) for a, b in zip(t.cap, e.cap))
+        out = self.new_storage(LOCAL, t.dtype, t.shape, cap)
+        self.op("fill", out, [0])
+        fill = self.block.stmts.pop()
+        parent = self.block.stmts
+        parent.insert(next(i for i, st in enumerate(parent) if st is stmt), fill)
+        stmt.then.stmts.append(Assign(out, t))
+        stmt.orelse.stmts.append(Assign(out, e))
+        return out
+
+
     def branch_begin(self, cond, line: str) -> If:
         """Open `if cond:` (a symbolic bool) at the current point; the then-block becomes current."""
         stmt = If(cond, None, None, line)

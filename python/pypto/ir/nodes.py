@@ -125,6 +125,14 @@ class Assign:
 
 
 @dataclass
+class ScalarRead:
+    """var <- the one element of `src` (a 0-d view of an integer tensor), read at this point of the program:
+    `n = counts[i]` in a kernel gives a runtime scalar usable as a loop bound, an offset or an `if` condition."""
+    var: Any
+    src: Value
+
+
+@dataclass
 class Check:
     """A run-time condition; when false the kernel returns an error with `msg`."""
     cond: Any
@@ -258,6 +266,8 @@ def _format_block(block: Block, lines: list, depth: int):
             lines.append(f"{ind}{value_text(st.dst)} <- {_arg_text(st.src)}")
         elif isinstance(st, Check):
             lines.append(f"{ind}check {S.to_text(st.cond)}  # {st.msg}")
+        elif isinstance(st, ScalarRead):
+            lines.append(f"{ind}{S.to_text(st.var)} = read({value_text(st.src)})")
         elif isinstance(st, Loop):
             par = " parallel" if st.parallel else ""
             lines.append(f"{ind}for {S.to_text(st.var)} in loop({S.to_text(st.start)}, {S.to_text(st.stop)}, "

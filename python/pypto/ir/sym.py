@@ -20,11 +20,24 @@ def _scalar(x) -> bool:
 
 class Sym:
     """An immutable symbolic scalar. `op` is one of: var, lin, mul, fdiv, mod, min, max, cmp, and, or, not,
-    fbin (float arithmetic), tofloat, neg (float), select (cond ? a : b)."""
+    fbin (float arithmetic), tofloat, neg (float), select (cond ? a : b), imm (a concrete int made by the
+    public constructor, args (value, name)).
+
+    Public face: `pypto.SymbolicScalar` (= `pypto.symbolic_scalar`) is this class; `isinstance(n,
+    pypto.SymbolicScalar)` holds for a DYNAMIC dim, a loop index, a runtime scalar and arithmetic on them.
+    Calling it as the reference does (`SymbolicScalar()`, `(10)`, `("x")`, `("x", 10)`, `(other)`) goes
+    through `Sym.__new__` to `symbolic_scalar()` below; the IR builds its own Syms with `(op, args, kind)`."""
+
+    def __new__(cls, *args, **kw):
+        if len(args) >= 3 or "kind" in kw:
+            return object.__new__(cls)
+        return symbolic_scalar(*args, **kw)
 
     __slots__ = ("op", "args", "kind", "key", "_hash", "scope")
 
-    def __init__(self, op: str, args: tuple, kind: str, key=None, scope=None):
+    def __init__(self, op: str = None, args: tuple = None, kind: str = None, key=None, scope=None):
+        if kind is None or not isinstance(args, tuple):   # the public constructor: built by __new__
+            return
         self.op = op
         self.args = args
         self.kind = kind
@@ -32,14 +45,46 @@ class Sym:
         self._hash = hash(self.key)
         self.scope = scope          # for vars: the loop block that defines them (None = kernel entry)
 
+    # ---- the reference's SymbolicScalar methods ---------------------------------------------------------
+    def is_concrete(self) -> bool:
+        """True when the value is known now (an immediate)."""
+        return self.op == "imm"
+
+    def concrete(self) -> int:
+        """The value of an immediate; ValueError for a value known only when the kernel runs."""
+        if self.op != "imm":
+            raise KernelTraceError(f"Not concrete value: `{self}` is only known when the kernel runs")
+        return self.args[0]
+
+    def is_symbol(self) -> bool:
+        """True for a free symbol (a DYNAMIC dim, a loop index, a runtime scalar, SymbolicScalar("x"))."""
+        return self.op == "var"
+
+    def is_expression(self) -> bool:
+        """True for arithmetic on symbols (neither a symbol nor an immediate)."""
+        return self.op not in ("var", "imm")
+
+    def is_immediate(self) -> bool:
+        """True for a constant (SymbolicScalar(10))."""
+        return self.op == "imm"
+
+    def as_variable(self) -> None:
+        """The reference marks an expression as an intermediate variable (an NPU code-size hint). The generated
+        C++ here already evaluates each symbolic expression once per use site; accepted, no effect."""
+        return None
+
     # ---- trace-time misuse ----------------------------------------------------------------------------
     def __bool__(self):
+        if self.op == "imm":
+            return bool(self.args[0])
         raise KernelTraceError(
             f"the symbolic value `{self}` is only known when the kernel runs; a Python `if`/`while`/`and`/`or` "
             f"cannot branch on it. Use a static (compile-time) value, pypto.min/pypto.max, pypto.where, or "
             f"pypto.cond for a kernel-level branch")
 
     def __index__(self):
+        if self.op == "imm":
+            return self.args[0]
         raise KernelTraceError(
             f"the symbolic value `{self}` cannot be used where Python needs a concrete int (range(), list "
             f"index, ...); use pypto.loop(...) for loops with symbolic bounds")
@@ -48,7 +93,7 @@ class Sym:
         return self.__index__()
 
     def __float__(self):
-        return self.__index__()
+        return float(self.__index__())
 
     def __hash__(self):
         return self._hash
@@ -80,6 +125,38 @@ def _key(a):
     if isinstance(a, float):
         return ("f", a.hex())
     return a
+
+
+def symbolic_scalar(arg0=None, arg1=None) -> Sym:
+    """The reference's SymbolicScalar constructor: () an unnamed symbol; (int) an immediate; (str) a named
+    symbol; (str, int) a named immediate (the name is kept for printing); (Sym) that value. A symbol made here
+    has no value inside a kernel: reading it there is a trace error (builder.use)."""
+    if isinstance(arg0, Sym):
+        return arg0
+    if isinstance(arg0, bool):
+        raise TypeError(f"SymbolicScalar: expected an int, a name or a SymbolicScalar, got {arg0!r}")
+    if isinstance(arg0, int):
+        return imm(arg0)
+    if arg0 is None or isinstance(arg0, str):
+        name = arg0 if arg0 else "sym"
+        if arg1 is None:
+            return var(name, None)
+        if isinstance(arg1, bool) or not isinstance(arg1, int):
+            raise TypeError(f"SymbolicScalar: the value of {name!r} must be an int, got {arg1!r}")
+        return imm(arg1, name)
+    raise TypeError(f"SymbolicScalar: expected an int, a name or a SymbolicScalar, got {type(arg0).__name__} "
+                    f"{arg0!r}")
+
+
+def imm(value: int, name=None) -> Sym:
+    """An immediate int Sym (what SymbolicScalar(10) returns). Arithmetic on it folds to plain ints; the
+    language layer turns it into its int where a size or scalar operand is read (concrete_int)."""
+    return Sym("imm", (int(value), name), INT, key=("imm", int(value)))
+
+
+def concrete_int(x):
+    """x, or the int of an immediate Sym."""
+    return x.args[0] if isinstance(x, Sym) and x.op == "imm" else x
 
 
 def var(name: str, cname: str, kind: str = INT, scope=None) -> Sym:
@@ -115,6 +192,8 @@ def _as_lin(x):
         if x.op == "lin":
             c, terms = x.args
             return c, {a.key: [a, k] for a, k in terms}
+        if x.op == "imm":
+            return x.args[0], {}
         return 0, {x.key: [x, 1]}
     return int(x), {}
 
@@ -334,6 +413,8 @@ def upper_bound(x):
         return x
     if not isinstance(x, Sym) or x.kind != INT:
         return None
+    if x.op == "imm":
+        return x.args[0]
     if x.op == "min":
         bs = [b for b in (upper_bound(x.args[0]), upper_bound(x.args[1])) if b is not None]
         return min(bs) if bs else None
@@ -360,6 +441,8 @@ def free_vars(x, out=None) -> dict:
     if isinstance(x, Sym):
         if x.op == "var":
             out[x.key] = x
+        elif x.op == "imm":
+            pass
         elif x.op == "lin":
             for a, _ in x.args[1]:
                 free_vars(a, out)
@@ -382,6 +465,8 @@ def evaluate(x, env: dict, key=lambda var: var.args[0]):
     ev = (lambda y: evaluate(y, env, key))
     if op == "var":
         return env[key(x)]
+    if op == "imm":
+        return a[0]
     if op == "lin":
         return a[0] + sum(k * ev(t) for t, k in a[1])
     if op == "mul":
@@ -456,6 +541,8 @@ def to_text(x) -> str:
     op, a = x.op, x.args
     if op == "var":
         return a[0]
+    if op == "imm":
+        return str(a[0])
     if op == "lin":
         out = " + ".join(_lin_terms(a, to_text, lambda k, s: f"-{s}" if k == -1 else f"{k}*{s}", str))
         return f"({out.replace('+ -', '- ')})"
@@ -493,7 +580,11 @@ def to_cpp(x) -> str:
         return cpp_float_literal(x)
     op, a = x.op, x.args
     if op == "var":
+        if a[1] is None:
+            raise ValueError(f"the symbolic scalar `{a[0]}` made by pypto.SymbolicScalar has no value in a kernel")
         return a[1]
+    if op == "imm":
+        return cpp_int_literal(a[0])
     if op == "lin":
         return "(" + " + ".join(_lin_terms(a, to_cpp, lambda k, s: f"{cpp_int_literal(k)} * {s}",
                                            cpp_int_literal)) + ")"

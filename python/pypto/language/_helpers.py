@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ..vocab.dtypes import DataType, from_any
+from ..vocab.element import Element
 from ..ir import sym as S
 from ..ir.builder import current
 from ..ir.infer import broadcast_shapes, compute_dtype, fmt_shape, promote, promote_scalar, unsigned_mix
@@ -28,7 +29,9 @@ def check_operand(x, op: str, what: str = "operand"):
         return x
     if isinstance(x, S.Sym):
         b.use(x, op)
-        return x
+        return S.concrete_int(x)
+    if isinstance(x, Element):
+        return x.value
     raise b.error(op, f"{what} must be a pypto tensor or a scalar, got {describe(x)}")
 
 
@@ -61,7 +64,7 @@ def check_int_like(x, op: str, what: str):
         raise b.error(op, f"{what} must be an int or a symbolic int, got {x!r}")
     if isinstance(x, S.Sym):
         b.use(x, op)
-    return x
+    return S.concrete_int(x)
 
 
 def check_int_list(xs, op: str, what: str, allow_sym=True) -> list:
@@ -139,3 +142,11 @@ def elementwise(fn: str, args, out_dtype: DataType, cts, op: str) -> Value:
 __all__ = ["DT", "Value", "S", "current", "check_tensor", "check_operand", "check_dtype", "check_computable",
            "check_int_like", "check_int_list", "result_dtype", "broadcast", "elementwise", "compute_dtype",
            "fmt_shape"]
+
+
+def check_enum(v, enum_cls, op: str, what: str):
+    """A member of one of the reference's enums (vocab/enums.py), or a trace error naming the parameter."""
+    if not isinstance(v, enum_cls):
+        members = ", ".join(f"{enum_cls.__name__}.{m.name}" for m in enum_cls)
+        raise current(op).error(op, f"{what} must be a pypto.{enum_cls.__name__} ({members}), got {describe(v)}")
+    return v

@@ -176,22 +176,39 @@ def install_scalar_methods() -> None:
     S.Sym.__abs__ = _sym_abs
 
 
+# The tile size used for a symbolic tile size without a static upper bound (docs/compat.md).
+DEFAULT_SYMBOLIC_TILE = 128
+
+
+def _static_tile(b, op, d) -> int:
+    """A tile size as a static int: an int as is; a symbolic int (a DYNAMIC dim, `x.shape[0]` of a view with a
+    symbolic valid size) by its static upper bound when it has one, else DEFAULT_SYMBOLIC_TILE. Tile sizes
+    only block loop nests (results do not depend on them), and the generated code needs static blocks."""
+    if S.is_sym(d) and d.kind == S.INT:
+        ub = S.upper_bound(d)
+        return DEFAULT_SYMBOLIC_TILE if ub is None or ub <= 0 else ub
+    if isinstance(d, bool) or not isinstance(d, int):
+        raise b.error(op, f"tile sizes must be ints (static or symbolic), got {d!r}")
+    return d
+
+
 def set_vec_tile_shapes(*dims):
     """Tile sizes for the vector (elementwise / reduction) ops that follow in the same scope: their loop nests
     are blocked by these sizes (trailing dims of the operand get the trailing tile sizes). 1 to 4 positive
-    static ints; an op whose operand has more dims than the tile shape is an error (as in the reference)."""
+    ints; a symbolic size stands for its static upper bound, or DEFAULT_SYMBOLIC_TILE when it has none (tile
+    sizes do not change results). An op whose operand has more dims than the tile shape is an error (as in the
+    reference)."""
     op = "set_vec_tile_shapes"
     b = current(op)
     if len(dims) == 1 and isinstance(dims[0], (list, tuple)):
         dims = tuple(dims[0])
     if not 1 <= len(dims) <= 4:
         raise b.error(op, f"expects 1 to 4 tile sizes, got {len(dims)}")
+    dims = tuple(_static_tile(b, op, d) for d in dims)
     for d in dims:
-        if isinstance(d, bool) or not isinstance(d, int):
-            raise b.error(op, f"tile sizes must be static ints, got {d!r}")
         if d <= 0:
             raise b.error(op, f"tile sizes must be > 0, got {d}")
-    b.vec_tile = tuple(dims)
+    b.vec_tile = dims
     _last_tiles.vec = b.vec_tile
 
 

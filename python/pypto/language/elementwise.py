@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import builtins
 import math
+import sys
 
 from ..ir.infer import KEEPS_SCALAR, round_scalar
-from ._helpers import (DT, S, Value, check_dtype, check_operand, check_tensor, compute_dtype, current,
+from ._helpers import (DT, S, Value, check_dtype, check_enum, check_operand, check_tensor, compute_dtype, current,
                        elementwise, result_dtype)
 
 
@@ -21,16 +22,13 @@ def _torch_scalars(fn: str, args, dt):
             for i, x in enumerate(args)]
 
 
-def _check_precision(precision_type, op: str):
-    """The reference's precision_type (PrecisionType.INTRINSIC / HIGH_PRECISION) chooses between hardware
+def _check_precision(precision_type, op: str) -> None:
+    """The reference's precision_type (pypto.PrecisionType: INTRINSIC / HIGH_PRECISION) chooses between hardware
     instruction sequences; the simulator computes every op as documented whichever is chosen, so both give the
-    same result here. Accepted by name: an enum member (or a str) named INTRINSIC or HIGH_PRECISION, or None."""
-    if precision_type is None:
-        return
-    name = precision_type if isinstance(precision_type, str) else getattr(precision_type, "name", None)
-    if name not in ("INTRINSIC", "HIGH_PRECISION"):
-        raise current(op).error(op, f"precision_type must be pypto.PrecisionType.INTRINSIC or HIGH_PRECISION, "
-                                    f"got {precision_type!r}")
+    same (exact, torch) result here. None or a member; anything else is a trace error naming the parameter."""
+    if precision_type is not None:
+        from ..vocab.enums import PrecisionType
+        check_enum(precision_type, PrecisionType, op, "precision_type")
 
 
 def _binary(fn: str, a, b, op: str, out_dtype=None, float_only=False, precision_type=None):
@@ -76,7 +74,7 @@ floor_div = _def_binary("floor_div", "floordiv", "The reference's name of floor_
 remainder = _def_binary("remainder", "mod", "a % b with the sign of the divisor (Python / torch.remainder). "
                                             "Integer x % 0 yields 0.", precision=True)
 pow = _def_binary("pow", "pow", "a ** b. Integer ** integer stays integer (a negative exponent gives 0 except for "
-                                "|a| == 1).")
+                                "|a| == 1).", precision=True)
 maximum = _def_binary("maximum", "maximum", "Elementwise maximum; NaN propagates (torch.maximum).")
 minimum = _def_binary("minimum", "minimum", "Elementwise minimum; NaN propagates (torch.minimum).")
 
@@ -325,10 +323,11 @@ def clip(x, min=None, max=None):
 clamp = clip
 
 
-def cast(x, dtype):
+def cast(x, dtype, mode=None, satmode=None):
     """Convert to `dtype`. float -> int truncates toward zero (as torch does); -> bool is `x != 0`;
     -> fp16/bf16 rounds to nearest even; -> FP8 goes through float32 and rounds as torch's .to() does
-    (e4m3fn: NaN beyond 464, e5m2: inf from 61440, e8m0fnu: the exponent, ties up)."""
+    (e4m3fn: NaN beyond 464, e5m2: inf from 61440, e8m0fnu: the exponent, ties up). `mode` (pypto.CastMode)
+    and `satmode` (pypto.SaturationMode): the reference's rounding and saturation modes (cast_modes.py)."""
     op = "cast"
     x = check_tensor(x, op)
     dtype = check_dtype(dtype, op)
@@ -336,6 +335,11 @@ def cast(x, dtype):
         raise current(op).error(op, f"casting between {x.dtype.short} and {dtype.short} is not supported yet: "
                                     f"the packed FP4 pair (DT_FP4_E2M1X2) is passed, copied, viewed and assembled "
                                     f"as bytes only")
+    if mode is not None or satmode is not None:   # the reference's rounding / saturation modes (cast_modes.py)
+        from . import cast_modes
+        from ..vocab.enums import CastMode, SaturationMode
+        return cast_modes.cast_with_modes(sys.modules[__name__], x, dtype, CastMode.CAST_NONE if mode is None
+                                          else mode, SaturationMode.OFF if satmode is None else satmode)
     return elementwise("cast", [x], dtype, (None,), op)
 
 

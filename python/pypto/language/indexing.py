@@ -87,9 +87,10 @@ def scatter_update(t, dim, index, src):
 
 def scatter(t, dim, index, src, *, reduce=None):
     """torch.scatter(t, dim, index, src, reduce=None) out of place (the reference's scatter; without reduce the
-    same rules as scatter_update). reduce='add' / 'multiply' combines every src value with the element it lands
-    on (duplicates in `index` all accumulate, in row-major order of `index`), computed in float32 for
-    fp16/bf16 and int64 for integers and rounded back once per update, as torch does."""
+    same rules as scatter_update). reduce='add' / 'multiply' (or a pypto.ScatterMode: NONE, ADD, MULTIPLY) combines
+    every src value with the element it lands on (duplicates in `index` all accumulate, in row-major order of
+    `index`), computed in float32 for fp16/bf16 and int64 for integers and rounded back once per update, as torch
+    does."""
     return _scatter(t, dim, index, src, "scatter", reduce)
 
 
@@ -106,11 +107,19 @@ def scatter_(t, dim, index, src, *, reduce=None):
 _REDUCE = {None: None, "add": "add", "multiply": "mul"}
 
 
+def _reduce_of(reduce, op: str):
+    from ..vocab.enums import ScatterMode
+    if isinstance(reduce, ScatterMode):
+        return {ScatterMode.NONE: None, ScatterMode.ADD: "add", ScatterMode.MULTIPLY: "mul"}[reduce]
+    if isinstance(reduce, str) and reduce in _REDUCE or reduce is None:
+        return _REDUCE[reduce]
+    raise current(op).error(op, f"reduce must be None, 'add', 'multiply' or a pypto.ScatterMode, got {reduce!r}")
+
+
 def _scatter(t, dim, index, src, op: str, reduce=None, alpha=1):
+    red = _reduce_of(reduce, op)
     b, t, d, index = _operands(t, dim, index, op)
-    if not isinstance(reduce, (str, type(None))) or reduce not in _REDUCE:
-        raise b.error(op, f"reduce must be None, 'add' or 'multiply', got {reduce!r}")
-    if reduce is not None and t.dtype == DT.DT_BOOL:
+    if red is not None and t.dtype == DT.DT_BOOL:
         raise b.error(op, f"reduce={reduce!r} is not supported for bool tensors")
     src = check_operand(src, op, "src")
     if isinstance(src, Value):
@@ -124,19 +133,29 @@ def _scatter(t, dim, index, src, op: str, reduce=None, alpha=1):
     elif isinstance(src, S.Sym) and src.kind == S.BOOL:
         raise b.error(op, f"src must be a tensor or a number, got {src!r}")
     out = b.new_temp(t.dtype, t.shape, t.cap)
-    extra = {} if reduce is None else {"reduce": _REDUCE[reduce], "ct": compute_dtype(t.dtype), "alpha": alpha}
+    extra = {} if red is None else {"reduce": red, "ct": compute_dtype(t.dtype), "alpha": alpha}
     return b.op("scatter", out, [t, index, src], dim=d, msg=_range_msg(b, op, "index", d, t), **extra)
 
 
-def topk(t, k, dim=-1, largest=True, sorted=True):
+def topk(t, k, dim=-1, largest=True, algo=None, *, sorted=True):
     """torch.topk: the k largest (largest=False: smallest) elements along `dim` -> (values, indices).
 
     values has t's dtype, indices is INT64 (as in torch); both have t's shape with dim replaced by k.
     Results are always sorted (best first; `sorted=False` is accepted and gives the same order). Ties go to
     the lower index; NaN counts as larger than every number (as torch.sort does). `k` is a static int with
-    0 <= k <= t.shape[dim] (checked when the kernel runs if that dim is symbolic)."""
+    0 <= k <= t.shape[dim] (checked when the kernel runs if that dim is symbolic). `dim=None` is the last dim.
+    `algo` (pypto.TopKAlgo, the reference's fifth argument): both algorithms select the same elements; a bool
+    there is torch's `sorted`."""
     op = "topk"
     b = current(op)
+    if isinstance(algo, bool):
+        sorted, algo = algo, None
+    if algo is not None:
+        from ..vocab.enums import TopKAlgo
+        if not isinstance(algo, TopKAlgo):
+            raise b.error(op, f"algo must be a pypto.TopKAlgo (MERGE_SORT, RADIX_SELECT), got {algo!r}")
+    if dim is None:
+        dim = -1
     t = check_tensor(t, op, "input")
     if len(t.shape) == 0:
         raise b.error(op, "cannot take topk of a rank-0 tensor")

@@ -6,7 +6,8 @@ the end; integer sums keep the input dtype (wrapping), unlike torch.sum which wi
 from __future__ import annotations
 
 from ..ir.infer import norm_dim
-from ._helpers import (DT, S, Value, check_computable, check_dtype, check_tensor, compute_dtype, current,
+from ..vocab.enums import ReLuType, TransMode
+from ._helpers import (DT, S, Value, check_computable, check_dtype, check_enum, check_tensor, compute_dtype, current,
                        fmt_shape)
 from . import elementwise as E
 from .shape_ops import reshape, transpose
@@ -136,28 +137,38 @@ def matmul(a, b, out_dtype=None, a_trans=False, b_trans=False, extend_params=Non
     Rank 4: a is [B0, B1, M, K] and b either [B0, B1, K, N] (same batch dims) or [K, N]; the batch dims are
     folded into one (a copy where an operand is a strided view) and unfolded in the result.
     `extend_params={"bias_tensor": bias}` (the reference's spelling; "bias" is accepted too) adds `bias`
-    (broadcast to the result, e.g. [1, N]) to the product in out_dtype, as the reference's fused bias does."""
+    (broadcast to the result, e.g. [1, N]) to the product in out_dtype, as the reference's fused bias does;
+    "relu_type": pypto.ReLuType.RELU applies relu to the result (after the bias); "trans_mode" other than
+    TransMode.CAST_NONE (tf32 inputs) is not supported yet."""
     op = "matmul"
     bld = current(op)
-    bias = None
+    bias, relu = None, False
     if extend_params is not None:
         if not isinstance(extend_params, dict):
             raise bld.error(op, f"extend_params must be a dict, got {type(extend_params).__name__}")
-        unknown = sorted(set(extend_params) - {"bias_tensor", "bias"})
+        unknown = sorted(set(extend_params) - {"bias_tensor", "bias", "relu_type", "trans_mode"})
         if unknown:
-            raise bld.error(op, f"extend_params: unsupported key(s) {unknown}; supported: 'bias_tensor'")
+            raise bld.error(op, f"extend_params: unsupported key(s) {unknown}; supported: 'bias_tensor', "
+                                f"'relu_type', 'trans_mode'")
         bias = extend_params.get("bias_tensor", extend_params.get("bias"))
         if bias is not None:
             bias = check_tensor(bias, op, "bias_tensor")
+        relu = check_enum(extend_params.get("relu_type", ReLuType.NO_RELU), ReLuType, op,
+                          "extend_params['relu_type']") == ReLuType.RELU
+        trans = check_enum(extend_params.get("trans_mode", TransMode.CAST_NONE), TransMode, op,
+                           "extend_params['trans_mode']")
+        if trans != TransMode.CAST_NONE:
+            raise bld.unsupported(op, f"extend_params['trans_mode']=TransMode.{trans.name} (tf32 rounding of the "
+                                      f"inputs)")
     a = check_tensor(a, op, "a")
     b = check_tensor(b, op, "b")
     if len(a.shape) == 4 or len(b.shape) == 4:
         r = _matmul4(a, b, out_dtype, a_trans, b_trans, op)
     else:
         r = _matmul(a, b, out_dtype, a_trans, b_trans, op)
-    if bias is None:
-        return r
-    return E.add(r, bias if bias.dtype == r.dtype else E.cast(bias, r.dtype))
+    if bias is not None:
+        r = E.add(r, bias if bias.dtype == r.dtype else E.cast(bias, r.dtype))
+    return E.relu(r) if relu else r
 
 
 def _matmul4(a, b, out_dtype, a_trans, b_trans, op):

@@ -84,6 +84,10 @@ def _norm_index(i, d, ax, op):
     return i
 
 
+def _moves_with_a_loop(b, x) -> bool:
+    return any(k in b.loop_index for k in S.free_vars(x))
+
+
 def getitem(t: Value, idx, op="getitem") -> Value:
     """t[idx]: ints / symbolic ints (drop the dim), slices with positive static steps, `...`, None."""
     b = current(op)
@@ -128,11 +132,19 @@ def getitem(t: Value, idx, op="getitem") -> Value:
             else:
                 s0 = 0 if start is None else (S.add(d, start) if isinstance(start, int) and start < 0 else start)
                 s1 = d if stop is None else (S.add(d, stop) if isinstance(stop, int) and stop < 0 else stop)
+                if _moves_with_a_loop(b, s1):
+                    # the stop of a block that walks a kernel loop (`x[i*4:(i+1)*4]`): where it may pass the end
+                    # (the last block) it clamps, as Python slicing does; other symbolic stops are checked below
+                    ub = b.loop_upper_bound(s1)
+                    over = None if ub is None else S._const_diff(ub, d)
+                    if not isinstance(over, int) or over > 0:
+                        s1 = S.smin(s1, d)
+                else:
+                    b.check(S.compare("<=", s1, d), f"slice stop {S.to_text(s1)} exceeds dim {ax} of size "
+                                                    f"{S.to_text(d)}", op)
                 b.check(S.compare(">=", s0, 0), f"slice start {S.to_text(s0)} of dim {ax} is negative", op)
                 b.check(S.compare("<=", s0, s1), f"slice start {S.to_text(s0)} > stop {S.to_text(s1)} in dim {ax}",
                         op)
-                b.check(S.compare("<=", s1, d), f"slice stop {S.to_text(s1)} exceeds dim {ax} of size "
-                                                f"{S.to_text(d)}", op)
                 n = S.sub(s1, s0) if step == 1 else S.floordiv(S.add(S.sub(s1, s0), step - 1), step)
                 o = s0
             offsets.append(o)
@@ -147,7 +159,12 @@ def getitem(t: Value, idx, op="getitem") -> Value:
     off = t.offset
     for o, st in zip(offsets, t.strides):
         off = S.add(off, S.mul(o, st))
-    return b.new_view(t, off, tuple(off_shape), tuple(off_cap), tuple(out_strides))
+    v = b.new_view(t, off, tuple(off_shape), tuple(off_cap), tuple(out_strides))
+    if not off_shape and t.dtype.is_int and op == "getitem":
+        # one element of an integer tensor is a runtime scalar (the reference returns a SymbolicScalar): usable
+        # as a loop bound, an offset, a size or an `if` condition
+        return b.read_scalar(v, op)
+    return v
 
 
 def _valid_region(dst: Value, src: Value, op: str) -> Value:

@@ -14,6 +14,7 @@ from ..ir.nodes import Value
 from ..vocab.annotations import TileOpFormat
 from ..vocab.dtypes import DataType
 from . import elementwise as ew
+from . import hints
 from . import reduce as red
 from . import shape_ops
 
@@ -243,14 +244,6 @@ class TensorMethods:
             raise current("Tensor.name").error("Tensor.name", f"a tensor name must be a str, got {value!r}")
         _tensor_names()[self.vid] = value
 
-    def set_cache_policy(self, policy, value: bool) -> None:
-        """Recorded (get_cache_policy returns it); the simulator has no L2 cache, so it changes no result."""
-        _cache_policies()[(self.vid, getattr(policy, "name", policy))] = bool(value)
-
-    def get_cache_policy(self, policy) -> bool:
-        """What set_cache_policy set for `policy` (False if never set)."""
-        return _cache_policies().get((self.vid, getattr(policy, "name", policy)), False)
-
     # method forms with their own argument order (the rest: METHODS below) ------------------------------------
     def reshape(self, *shape, valid_shape=None, inplace=False):
         if len(shape) == 1 and isinstance(shape[0], (list, tuple)):
@@ -259,8 +252,15 @@ class TensorMethods:
             return shape_ops.reshape(self, list(shape))
         return shape_ops.reshape(self, list(shape), valid_shape=valid_shape, inplace=inplace)
 
-    def cast(self, dtype):
-        return ew.cast(self, dtype)
+    def cast(self, dtype, mode=None, satmode=None):
+        return ew.cast(self, dtype, mode, satmode)
+
+    def set_cache_policy(self, policy, value):
+        """Recorded (get_cache_policy returns it, language/hints.py); no effect on the simulator's results."""
+        hints.set_cache_policy(self, policy, value)
+
+    def get_cache_policy(self, policy):
+        return hints.get_cache_policy(self, policy)
 
     astype = cast
 
@@ -273,7 +273,7 @@ class _Rank(int):
 
 
 def _trace_table(attr: str) -> dict:
-    """Per-trace side tables (tensor names, cache policies) kept on the active builder: a Value has fixed slots
+    """Per-trace side tables (tensor names) kept on the active builder: a Value has fixed slots
     and its id is only unique within one trace."""
     b = current("Tensor")
     table = getattr(b, attr, None)
@@ -285,10 +285,6 @@ def _trace_table(attr: str) -> dict:
 
 def _tensor_names() -> dict:
     return _trace_table("_pypto_tensor_names")
-
-
-def _cache_policies() -> dict:
-    return _trace_table("_pypto_cache_policies")
 
 
 # ---- method forms: x.<method>(...) calls a function of the kernel language ------------------------------------

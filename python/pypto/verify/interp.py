@@ -19,7 +19,7 @@ import torch
 from ..errors import KernelRuntimeError
 from ..vocab.dtypes import DataType as DT
 from ..ir import sym as S
-from ..ir.nodes import PARAM, Assign, Check, If, Kernel, Loop, Op, UnrolledLoop, Value
+from ..ir.nodes import PARAM, Assign, Check, If, Kernel, Loop, Op, ScalarRead, UnrolledLoop, Value
 
 _TORCH = {
     DT.DT_BOOL: torch.bool, DT.DT_INT8: torch.int8, DT.DT_INT16: torch.int16, DT.DT_INT32: torch.int32,
@@ -122,6 +122,8 @@ class _Interp:
             elif isinstance(st, Check):
                 if not self.ev(st.cond):
                     raise KernelRuntimeError(st.msg)
+            elif isinstance(st, ScalarRead):
+                self.env[st.var.args[1]] = int(self.view(st.src).reshape(-1)[0])
             elif isinstance(st, Loop):
                 start, stop, step = self.ev(st.start), self.ev(st.stop), st.step
                 for i in range(start, stop, step):

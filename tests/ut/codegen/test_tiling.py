@@ -60,7 +60,7 @@ def test_vec_tiles_block_the_generated_loops(tile):
 def test_vec_tiles_apply_to_the_ops_that_follow_in_the_scope():
     def k(a: pypto.Tensor([pypto.DYNAMIC, 64], pypto.DT_FP32), out: pypto.Tensor([pypto.DYNAMIC, 64], pypto.DT_FP32)):
         out[:] = a + 1.0                              # untiled
-        for i in pypto.loop(a.shape[0]):
+        for i in pypto.loop(out.shape[0]):            # (i + 1 <= out.shape[0]: the row slices stay static)
             pypto.set_vec_tile_shapes(1, 16)          # only inside this loop body
             out[i:i + 1, :] = out[i:i + 1, :] * 3.0
         out[:] = out - 2.0                            # untiled again
@@ -79,8 +79,8 @@ def test_vec_tiles_apply_to_the_ops_that_follow_in_the_scope():
     ((1, 2, 3, 4, 5), "expects 1 to 4 tile sizes, got 5"),
     ((8, 0), "tile sizes must be > 0, got 0"),
     ((8, -4), "tile sizes must be > 0, got -4"),
-    ((8, 2.5), "tile sizes must be static ints, got 2.5"),
-    ((True, 8), "tile sizes must be static ints, got True"),
+    ((8, 2.5), r"tile sizes must be ints \(static or symbolic\), got 2.5"),
+    ((True, 8), r"tile sizes must be ints \(static or symbolic\), got True"),
     ((16,), r"exp: set_vec_tile_shapes gave 1 tile size\(s\) \[16\], but this op works on a rank-2 tensor"),
 ])
 def test_vec_tile_validation(tile, msg):
@@ -99,14 +99,43 @@ def test_vec_tile_errors_through_the_public_api_leave_outputs_untouched():
     assert bool((out == 5.0).all())
 
 
-def test_symbolic_tile_size_is_rejected():
-    def k(a: pypto.Tensor([pypto.DYNAMIC, 8], pypto.DT_FP32), out: pypto.Tensor([pypto.DYNAMIC, 8], pypto.DT_FP32)):
-        pypto.set_vec_tile_shapes(a.shape[0], 8)
-        out[:] = a
+def k_sym_tile(a: pypto.Tensor([pypto.DYNAMIC, 8], pypto.DT_FP32),
+               out: pypto.Tensor([pypto.DYNAMIC, 8], pypto.DT_FP32)):
+    pypto.set_vec_tile_shapes(a.shape[0], 8)          # no static bound: the default tile
+    out[:] = pypto.exp(a) + 1.0
 
-    with pytest.raises(KernelTraceError, match=r"set_vec_tile_shapes: tile sizes must be static ints, got "
-                                               r"x?a?\.?shape"):
-        _source(k, torch.zeros(4, 8), torch.zeros(4, 8))
+
+def k_sym_bounded_tile(a: pypto.Tensor([pypto.DYNAMIC, 8], pypto.DT_FP32),
+                       out: pypto.Tensor([pypto.DYNAMIC, 8], pypto.DT_FP32)):
+    n = a.shape[0]
+    for i in pypto.loop(0, (n + 5) // 6, 1):
+        rows = (n - i * 6).min(6)                     # symbolic, static upper bound 6 (the reference's idiom)
+        v = pypto.view(a, [6, 8], [i * 6, 0], valid_shape=[rows, 8])
+        pypto.set_vec_tile_shapes(*v.shape[:2])
+        pypto.assemble(pypto.exp(v) * 2.0, [i * 6, 0], out)
+
+
+def test_symbolic_tile_size_uses_the_default_tile_when_unbounded():
+    from pypto.language.control import DEFAULT_SYMBOLIC_TILE
+    src = _source(k_sym_tile, torch.zeros(4, 8), torch.zeros(4, 8))
+    assert re.search(rf"\* {DEFAULT_SYMBOLIC_TILE};", src)
+    kj = pypto.frontend.jit(k_sym_tile)
+    for n in (3, 200):
+        a, out = _rand(n, 8, seed=n), torch.zeros(n, 8)
+        kj(a, out)
+        torch.testing.assert_close(out, torch.exp(a) + 1.0, rtol=1e-6, atol=1e-6)
+    assert pypto.get_vec_tile_shapes() == [DEFAULT_SYMBOLIC_TILE, 8]
+
+
+def test_symbolic_tile_size_uses_its_static_upper_bound():
+    src = _source(k_sym_bounded_tile, torch.zeros(4, 8), torch.zeros(4, 8))
+    assert re.search(r"\* 6;", src)
+    kj = pypto.frontend.jit(k_sym_bounded_tile)
+    for n in (4, 6, 17):
+        a, out = _rand(n, 8, seed=n), torch.zeros(n, 8)
+        kj(a, out)
+        torch.testing.assert_close(out, torch.exp(a) * 2.0, rtol=1e-6, atol=1e-6)
+    assert pypto.get_vec_tile_shapes() == [6, 8]
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -189,7 +189,7 @@ def test_fmod_integers_and_a_scalar_divisor():
 
     @pypto.frontend.jit
     def fmod_scalar(x: T, out: T):
-        out[:] = pypto.fmod(x, 1.5) + x.fmod(-0.75, precision_type="INTRINSIC")
+        out[:] = pypto.fmod(x, 1.5) + x.fmod(-0.75, precision_type=pypto.PrecisionType.INTRINSIC)
 
     for dt in (torch.float32, torch.float16):
         x = _rand((6, 8), dt, -10, 10, seed=5)
@@ -336,17 +336,10 @@ def test_prelu_per_channel_weights_bit_for_bit_with_torch(shape, dt):
 
 # ---- precision_type, fused vs unfused, verify ------------------------------------------------------------------
 
-class _Precision:
-    """Stands in for pypto.PrecisionType members (matched by name)."""
-
-    def __init__(self, name):
-        self.name = name
-
-
 def test_precision_type_is_accepted_on_the_functions_that_document_it_and_changes_nothing():
     @pypto.frontend.jit
     def with_precision(x: T, out: T):
-        hp, intr = _Precision("HIGH_PRECISION"), _Precision("INTRINSIC")
+        hp, intr = pypto.PrecisionType.HIGH_PRECISION, pypto.PrecisionType.INTRINSIC
         out[:] = (pypto.log2(x, intr) + pypto.log10(x, precision_type=hp) + pypto.reciprocal(x, hp)
                   + pypto.exp(x, intr) + pypto.log(x, intr) + pypto.sqrt(x, hp) + pypto.rsqrt(x, intr)
                   + pypto.div(x, 3.0, hp) + pypto.remainder(x, 0.7, hp) + pypto.fmod(x, 0.3, intr))

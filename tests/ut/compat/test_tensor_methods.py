@@ -106,7 +106,7 @@ def test_integer_methods_gcd_bitwise():
 def test_precision_type_and_keyword_arguments_reach_the_function():
     @pypto.frontend.jit
     def kw_methods(x: T, w: T, o1: T, o2: T, o3: T):
-        o1[:] = x.exp(precision_type="INTRINSIC") + x.div(2.0, "HIGH_PRECISION") + x.log2(precision_type=None)
+        o1[:] = x.exp(precision_type=pypto.PrecisionType.INTRINSIC) + x.div(2.0, pypto.PrecisionType.HIGH_PRECISION) + x.log2(precision_type=None)
         o2[:] = x.round(decimals=1) + x.lrelu(negative_slope=0.3) + x.prelu(w)
         o3[:] = x.clip(min=-1.0, max=1.5) + x.clamp(max=0.25)
 

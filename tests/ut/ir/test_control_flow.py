@@ -391,7 +391,8 @@ def test_concrete_if_and_python_loops_are_resolved_at_trace_time():
 
 
 def test_names_after_a_kernel_branch():
-    """A name bound alike in both branches keeps its value; a tensor that differs cannot be used after."""
+    """A name bound alike in both branches keeps its value; a tensor bound in both is merged (compat tests); a
+    tensor and a number, or a name bound in one branch only, cannot be used after."""
     @pypto.frontend.jit
     def k_same(x: D4, out: D4):
         scale = 3.0
@@ -412,11 +413,11 @@ def test_names_after_a_kernel_branch():
         if x.shape[0] > 2:
             y = x * 2.0
         else:
-            y = x
+            y = 2.0
         out[:] = y
 
-    with pytest.raises(KernelTraceError, match=r"k_diff.*`y` gets a different tensor in each branch of the "
-                                               r"kernel-level `if` at .*test_control_flow.py:\d+"):
+    with pytest.raises(KernelTraceError, match=r"k_diff.*`y` gets values in the two branches of the kernel-level "
+                                               r"`if` at .*test_control_flow.py:\d+ that cannot be merged"):
         _ir_and_source(k_diff, torch.zeros(3, 4), torch.zeros(3, 4))
 
     def k_one(x: D4, out: D4):
