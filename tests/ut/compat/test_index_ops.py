@@ -277,7 +277,7 @@ def test_scatter_in_place_out_of_range_and_bad_reduce():
         pypto.scatter_(x, 0, idx, 1.0, reduce="max")
 
     _trace_fails(k_red, [torch.zeros(3, 2), torch.tensor([[0, 1]])], "k_red", "scatter_",
-                 "reduce must be None, 'add' or 'multiply'", "'max'")
+                 "reduce must be None, 'add', 'multiply' or a pypto.ScatterMode", "'max'")
 
 
 # ---- atomic_add ------------------------------------------------------------------------------------------------

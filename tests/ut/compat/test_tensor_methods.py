@@ -294,11 +294,6 @@ def test_every_table_row_resolves_or_says_not_supported_yet():
 
 # ---- attribute-like members ---------------------------------------------------------------------------------
 
-class _Policy:
-    def __init__(self, name):
-        self.name = name
-
-
 def test_name_id_format_dim_and_cache_policy_members():
     seen = {}
 
@@ -311,10 +306,10 @@ def test_name_id_format_dim_and_cache_policy_members():
         seen["ids"] = (x.id, y.id, x[0:1, :].id)
         seen["format"] = x.format
         seen["dim"] = (x.dim, x.dim(), x.dim == 2)
-        seen["policy"] = [y.get_cache_policy(_Policy("NONE_CACHEABLE"))]
-        y.set_cache_policy(_Policy("NONE_CACHEABLE"), True)
-        seen["policy"].append(y.get_cache_policy(_Policy("NONE_CACHEABLE")))
-        seen["policy"].append(x.get_cache_policy(_Policy("NONE_CACHEABLE")))
+        seen["policy"] = [y.get_cache_policy(pypto.CachePolicy.NONE_CACHEABLE)]
+        y.set_cache_policy(pypto.CachePolicy.NONE_CACHEABLE, True)
+        seen["policy"].append(y.get_cache_policy(pypto.CachePolicy.NONE_CACHEABLE))
+        seen["policy"].append(x.get_cache_policy(pypto.CachePolicy.NONE_CACHEABLE))
         out[:] = y
 
     x, out = torch.randn(3, 4), torch.zeros(3, 4)
