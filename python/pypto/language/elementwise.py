@@ -140,14 +140,14 @@ clamp = clip
 def cast(x, dtype):
     """Convert to `dtype`. float -> int truncates toward zero (as torch does); -> bool is `x != 0`;
     -> fp16/bf16 rounds to nearest even; -> FP8 goes through float32 and rounds as torch's .to() does
-    (e4m3fn: NaN beyond 464, e5m2: inf from 61440, e8m0fnu: the exponent, ties up)."""
+    (e4m3fn: NaN beyond 464, e5m2: inf from 61440, e8m0fnu: the exponent, ties up). To / from the packed FP4
+    pair DT_FP4_E2M1X2 (from / to fp32, fp16, bf16) the last dim halves / doubles (quant_ops.fp4_cast)."""
     op = "cast"
     x = check_tensor(x, op)
     dtype = check_dtype(dtype, op)
     if (x.dtype == DT.DT_FP4_E2M1X2) != (dtype == DT.DT_FP4_E2M1X2):
-        raise current(op).error(op, f"casting between {x.dtype.short} and {dtype.short} is not supported yet: "
-                                    f"the packed FP4 pair (DT_FP4_E2M1X2) is passed, copied, viewed and assembled "
-                                    f"as bytes only")
+        from .quant_ops import fp4_cast  # the packed pair changes the last dim: quant_ops.py
+        return fp4_cast(x, dtype, op)
     return elementwise("cast", [x], dtype, (None,), op)
 
 
