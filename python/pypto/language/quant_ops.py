@@ -96,21 +96,22 @@ def _per_channel(p, x: Value, d: int, what: str, op: str) -> Value:
     p = check_tensor(p, op, what)
     if p.dtype != DT.DT_FP32:
         raise b.error(op, f"{what} must be DT_FP32, got {p.dtype.short}")
+    got_shape = fmt_shape(p.shape)
     want = x.shape[:d] + x.shape[d + 1:]
     keep = x.shape[:d] + (1,) + x.shape[d + 1:]
     if len(p.shape) == len(x.shape) and isinstance(p.shape[d], int) and p.shape[d] == 1:
         dims = list(zip(p.shape, keep))
-    elif len(p.shape) == len(want) or (len(x.shape) == 1 and len(p.shape) == 1):
-        dims = list(zip(p.shape, want)) if len(want) else [(p.shape[0], 1)]
-        p = unsqueeze(p, d) if len(want) else p
+    elif len(p.shape) == len(want):
+        dims = list(zip(p.shape, want))
+        p = unsqueeze(p, d)
     else:
         raise b.error(op, f"{what} must have the input's shape without dim {d} ({fmt_shape(want)}, or "
                           f"{fmt_shape(keep)}), got {fmt_shape(p.shape)} for an input of shape {fmt_shape(x.shape)}")
     for got, exp in dims:
         if isinstance(got, int) and isinstance(exp, int) and got != exp:
             raise b.error(op, f"{what} must have the input's shape without dim {d} ({fmt_shape(want)}), got "
-                              f"{fmt_shape(p.shape)} for an input of shape {fmt_shape(x.shape)}")
-        b.check(S.compare("==", got, exp), f"{what} shape {fmt_shape(p.shape)} does not match the input shape "
+                              f"{got_shape} for an input of shape {fmt_shape(x.shape)}")
+        b.check(S.compare("==", got, exp), f"{what} shape {got_shape} does not match the input shape "
                                            f"{fmt_shape(x.shape)} without dim {d}", op)
     return p
 
@@ -230,11 +231,15 @@ def _scale_rows(s: Value, trans: bool, rows, k, what: str, op: str) -> Value:
             raise b.error(op, f"{what} must have shape {fmt_shape(want)} (K = {S.to_text(k)}), got "
                               f"{fmt_shape(s.shape)}")
         b.check(S.compare("==", got, exp), f"{what} shape {fmt_shape(s.shape)} differs from {fmt_shape(want)}", op)
-    f = E.cast(s, DT.DT_FP32)
-    if trans:
-        f = transpose(f, 0, 1)
-    f = reshape(f, [rows, S.mul(g, 2), 1])
-    f = reshape(expand_clone(f, [rows, S.mul(g, 2), MX_BLOCK]), [rows, S.mul(g, 64)])
+    saved, b.vec_tile = b.vec_tile, None     # small internal rank-3 steps: not tiled by the user's rank-2 tiles
+    try:
+        f = E.cast(s, DT.DT_FP32)
+        if trans:
+            f = transpose(f, 0, 1)
+        f = reshape(f, [rows, S.mul(g, 2), 1])
+        f = reshape(expand_clone(f, [rows, S.mul(g, 2), MX_BLOCK]), [rows, S.mul(g, 64)])
+    finally:
+        b.vec_tile = saved
     return getitem(f, (slice(None), slice(0, k)), op)
 
 
@@ -297,6 +302,8 @@ def scaled_mm(mat_a, mat_b, out_dtype, scale_a, scale_b, *, a_trans=False, b_tra
             if name not in ("RELU", "NO_RELU"):
                 raise b.error(op, f"relu_type must be ReLuType.RELU or ReLuType.NO_RELU, got {rt!r}")
             relu = name == "RELU"
+    if b.cube_tile:                              # the 1-byte operands' alignment, not that of their FP32 form
+        b._check_tile(op, a, [a, bm], b.cube_tile)
     af = _mx_operand(a, a_trans)                 # [M, K]
     bf = _mx_operand(bm, b_trans)                # [K, N]
     m, k = af.shape

@@ -39,8 +39,8 @@ def _mx_exponents(amax: torch.Tensor, nv: bool, emax: int, max_elem: float) -> t
         a = amax.double()
         _, k = torch.frexp(a / max_elem)
         k = k.to(torch.int64)
-        k = k + (a > torch.ldexp(torch.tensor(max_elem, dtype=torch.float64), k)).long()
-        k = k - (a <= torch.ldexp(torch.tensor(max_elem, dtype=torch.float64), k - 1)).long()
+        k = k + (a > max_elem * torch.pow(2.0, k.double())).long()          # exact: max_elem * 2^k
+        k = k - (a <= max_elem * torch.pow(2.0, (k - 1).double())).long()
         e = torch.where(a <= max_elem * 2.0 ** -127, 0, k + 127)
         e = torch.where(amax.isinf(), 254, e)
     e = e.clamp(0, 254)
