@@ -10,6 +10,7 @@ from __future__ import annotations
 import builtins
 
 from ..ir.infer import KEEPS_SCALAR, round_scalar
+from .fp4 import fp4_cast
 from ._helpers import (DT, S, Value, check_dtype, check_operand, check_tensor, compute_dtype, current,
                        elementwise, result_dtype)
 
@@ -141,13 +142,12 @@ def cast(x, dtype):
     """Convert to `dtype`. float -> int truncates toward zero (as torch does); -> bool is `x != 0`;
     -> fp16/bf16 rounds to nearest even; -> FP8 goes through float32 and rounds as torch's .to() does
     (e4m3fn: NaN beyond 464, e5m2: inf from 61440, e8m0fnu: the exponent, ties up). To / from the packed FP4
-    pair DT_FP4_E2M1X2 (from / to fp32, fp16, bf16) the last dim halves / doubles (quant_ops.fp4_cast)."""
+    pair DT_FP4_E2M1X2 (from / to fp32, fp16, bf16) the last dim halves / doubles (fp4.py)."""
     op = "cast"
     x = check_tensor(x, op)
     dtype = check_dtype(dtype, op)
     if (x.dtype == DT.DT_FP4_E2M1X2) != (dtype == DT.DT_FP4_E2M1X2):
-        from .quant_ops import fp4_cast  # the packed pair changes the last dim: quant_ops.py
-        return fp4_cast(x, dtype, op)
+        return fp4_cast(x, dtype, op)     # the packed pair changes the last dim (fp4.py)
     return elementwise("cast", [x], dtype, (None,), op)
 
 

@@ -1,8 +1,8 @@
 """Quantization ops of the reference: quantize / dequantize (per-channel int8 / uint8), quant_mx (MX block scaling,
 FP8 E4M3 or packed FP4 E2M1 with E8M0 shared scales), scaled_mm (matmul of FP8 / FP4 operands with MX scales),
-pack / unpack (bytes of a tensor as uint8 and back), expand_exp_dif, and the casts to and from the packed FP4
-pair DT_FP4_E2M1X2. Each follows docs/zh/api/operation/pypto-<name>.md of the reference; the differences are in
-docs/compat.md and the exact rules in docs/language.md ("Quantization"). The FP4 / MX conversions themselves are
+pack / unpack (bytes of a tensor as uint8 and back) and expand_exp_dif (the casts to and from the packed FP4 pair
+DT_FP4_E2M1X2 are in fp4.py). Each follows docs/zh/api/operation/pypto-<name>.md of the reference; the
+differences are in docs/compat.md and the exact rules in docs/language.md ("Quantization"). The FP4 / MX conversions themselves are
 C++ (include/pypto/kernel_quant.h, emitted by codegen/quant.py); the rest is composed from the other ops.
 """
 from __future__ import annotations
@@ -13,6 +13,7 @@ from ..errors import not_supported
 from ..ir.infer import norm_dim
 from ._helpers import DT, S, Value, check_dtype, check_tensor, current, fmt_shape
 from . import elementwise as E
+from .fp4 import FP4 as _FP4, WIDE as _WIDE, fp4_cast, halve_last as _halve_last
 from .reduce import matmul
 from .shape_ops import _numel, expand_clone, getitem, reshape, transpose, unsqueeze
 
@@ -27,11 +28,9 @@ class DequantScaleRoundingMode(enum.IntEnum):
 ROUND_UP = DequantScaleRoundingMode.ROUND_UP
 ROUND_DOWN = DequantScaleRoundingMode.ROUND_DOWN
 
-_FP4 = DT.DT_FP4_E2M1X2
-_WIDE = (DT.DT_FP32, DT.DT_FP16, DT.DT_BF16)
 _FP8 = (DT.DT_FP8E4M3, DT.DT_FP8E5M2)
 MX_BLOCK = 32                       # values per shared exponent
-_MX_ELEM = {DT.DT_FP8E4M3: (8, 448.0), _FP4: (2, 6.0)}   # largest exponent, largest value of the element format
+_MX_ELEM = {DT.DT_FP8E4M3: (8, 448.0), _FP4: (2, 6.0)}   # element format: largest exponent, largest value
 
 
 def _names(dts) -> str:
@@ -40,41 +39,6 @@ def _names(dts) -> str:
 
 def _unsupported(b, op: str, feature: str, hint: str = ""):
     return not_supported(f"kernel '{b.kernel_name}': {op}: {feature}", hint)
-
-
-# ---- FP4 E2M1 x2 casts ------------------------------------------------------------------------------------------
-def _halve_last(b, t: Value, op: str, what: str):
-    """Shape and cap of t with its last dim halved (two FP4 values per byte); the dim must be even."""
-    last = t.shape[-1]
-    msg = (f"{what} has an odd last dim (shape {fmt_shape(t.shape)}): DT_FP4_E2M1X2 packs two values per byte, so "
-           f"the last dim must be even")
-    if isinstance(last, int) and last % 2:
-        raise b.error(op, msg)
-    b.check(S.compare("==", S.mod(last, 2), 0), msg, op)
-    cap = t.cap[-1]
-    return (t.shape[:-1] + (S.floordiv(last, 2),),
-            t.cap[:-1] + ((cap // 2) if isinstance(cap, int) else None,))
-
-
-def fp4_cast(x: Value, dtype: DT, op: str = "cast") -> Value:
-    """pypto.cast to or from DT_FP4_E2M1X2 (one side is the packed pair, the other fp32/fp16/bf16). Unpacking
-    doubles the last dim (byte j gives elements 2j (low nibble) and 2j+1 (high)); packing halves it (even dims
-    only), rounding to nearest even with saturation to +-6 (inf too; NaN becomes +6)."""
-    b = current(op)
-    other = dtype if x.dtype == _FP4 else x.dtype
-    if other not in _WIDE:
-        raise b.error(op, f"casting between {x.dtype.short} and {dtype.short} is not supported: the packed FP4 pair "
-                          f"DT_FP4_E2M1X2 converts to and from {_names(_WIDE)} only")
-    if len(x.shape) == 0:
-        raise b.error(op, "a DT_FP4_E2M1X2 cast needs a tensor of rank >= 1 (it packs along the last dim), got a "
-                          "rank-0 tensor")
-    if x.dtype == _FP4:
-        cap = x.cap[-1]
-        out = b.new_temp(dtype, x.shape[:-1] + (S.mul(x.shape[-1], 2),),
-                         x.cap[:-1] + ((cap * 2) if isinstance(cap, int) else None,))
-        return b.op("fp4_unpack", out, [x])
-    shape, cap = _halve_last(b, x, op, "the input")
-    return b.op("fp4_pack", b.new_temp(_FP4, shape, cap), [x])
 
 
 # ---- quantize / dequantize ----------------------------------------------------------------------------------------

@@ -146,7 +146,8 @@ def test_quantize_per_channel_rounds_half_even_and_saturates(axis, otype, td, lo
     sshape = [6] if d == 1 else [10]      # x is [6, 10]: axis 1 keeps rows, axis 0 keeps columns
 
     @pypto.frontend.jit
-    def q(x: pypto.Tensor([6, 10]), s: pypto.Tensor(sshape), zp: pypto.Tensor(sshape), out: pypto.Tensor([6, 10], otype)):
+    def q(x: pypto.Tensor([6, 10]), s: pypto.Tensor(sshape), zp: pypto.Tensor(sshape),
+          out: pypto.Tensor([6, 10], otype)):
         pypto.set_vec_tile_shapes(4, 8)
         out[:] = pypto.quantize(x, s, otype, axis, zp if use_zp else None)
     g = torch.Generator().manual_seed(1)
@@ -164,8 +165,8 @@ def test_quantize_per_channel_rounds_half_even_and_saturates(axis, otype, td, lo
 
 def test_quantize_documented_example_and_kept_dim_scale():
     @pypto.frontend.jit
-    def q2(x: pypto.Tensor([3, 4]), s: pypto.Tensor([3, 1]), zp: pypto.Tensor([3]), y1: pypto.Tensor([3, 4], pypto.DT_INT8),
-           y2: pypto.Tensor([3, 4], pypto.DT_UINT8)):
+    def q2(x: pypto.Tensor([3, 4]), s: pypto.Tensor([3, 1]), zp: pypto.Tensor([3]),
+           y1: pypto.Tensor([3, 4], pypto.DT_INT8), y2: pypto.Tensor([3, 4], pypto.DT_UINT8)):
         pypto.set_vec_tile_shapes(4, 16)
         y1[:] = pypto.quantize(x, s, pypto.DT_INT8, -1, None)
         y2[:] = pypto.quantize(x, s, pypto.DT_UINT8, -1, zp)
@@ -535,7 +536,8 @@ def test_expand_exp_dif_documented_example():
 # ---- under verify: the interpreter has the same rules -------------------------------------------------------------
 def test_quant_ops_under_verify_both_stages_ok():
     def body(x: pypto.Tensor([4, 64], pypto.DT_BF16), a: pypto.Tensor([4, 8], FP4), q: pypto.Tensor([4, 32], FP4),
-             s: pypto.Tensor([4, 1, 2], pypto.DT_FP8E8M0), w: pypto.Tensor([4, 16]), p: pypto.Tensor([512], pypto.DT_UINT8),
+             s: pypto.Tensor([4, 1, 2], pypto.DT_FP8E8M0), w: pypto.Tensor([4, 16]),
+             p: pypto.Tensor([512], pypto.DT_UINT8),
              q8: pypto.Tensor([4, 64], pypto.DT_FP8E4M3), s8: pypto.Tensor([4, 1, 2], pypto.DT_FP8E8M0)):
         pypto.set_vec_tile_shapes(4, 64)
         qq, ss = pypto.quant_mx(x, FP4, pypto.ROUND_UP)
