@@ -2,8 +2,9 @@
 FP8 E4M3 or packed FP4 E2M1 with E8M0 shared scales), scaled_mm (matmul of FP8 / FP4 operands with MX scales),
 pack / unpack (bytes of a tensor as uint8 and back) and expand_exp_dif (the casts to and from the packed FP4 pair
 DT_FP4_E2M1X2 are in fp4.py). Each follows docs/zh/api/operation/pypto-<name>.md of the reference; the
-differences are in docs/compat.md and the exact rules in docs/language.md ("Quantization"). The FP4 / MX conversions themselves are
-C++ (include/pypto/kernel_quant.h, emitted by codegen/quant.py); the rest is composed from the other ops.
+differences are in docs/compat.md and the exact rules in docs/language.md ("Quantization"). The FP4 / MX
+conversions themselves are C++ (include/pypto/kernel_quant.h, emitted by codegen/quant.py); the rest is composed
+from the other ops.
 """
 from __future__ import annotations
 
