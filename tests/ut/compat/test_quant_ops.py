@@ -281,9 +281,12 @@ def _mx_input(shape, td, seed):
     x = torch.randn(shape, generator=g) * torch.exp2(torch.randint(-6, 7, shape, generator=g).float())
     flat = x.view(-1)
     flat[:32] = 0.0                                          # an all-zero block
-    flat[40] = 1.75 * 2 ** 9                                 # OCP E4M3 clips this block's largest value
-    flat[70] = 2 ** -130                                     # subnormal
-    flat[100] = -6.0 * 2 ** 3                                # exact NV boundary
+    special = {40: 1.75 * 2 ** 9,                            # OCP E4M3 clips this block's largest value
+               70: 2 ** -130,                                # subnormal
+               100: -6.0 * 2 ** 3}                           # exact NV boundary
+    for i, v in special.items():
+        if i < flat.numel():
+            flat[i] = v
     return x.to(td)
 
 
@@ -741,3 +744,52 @@ def test_scaled_mm_cube_tiles_align_to_the_one_byte_operands():
             torch.full((32, 32), 3.0)]
     _trace_error(k_al, args, [args[-1]], "kernel 'k_al'", "scaled_mm", "m tile 16 is not aligned",
                  "float8_e4m3fn", "multiple of 32")
+
+
+def test_quant_ops_with_dynamic_rows_under_bounds_checks():
+    """DYNAMIC dims size the scales and the packed results at run time; runtime_debug_mode=4 checks every access."""
+    @pypto.frontend.jit(debug_options={"runtime_debug_mode": 4})
+    def dyn(x: pypto.Tensor([pypto.DYNAMIC, 64], pypto.DT_FP16), q: pypto.Tensor([pypto.DYNAMIC, 32], FP4),
+            s: pypto.Tensor([pypto.DYNAMIC, 1, 2], pypto.DT_FP8E8M0), p: pypto.Tensor([pypto.DYNAMIC], pypto.DT_UINT8)):
+        pypto.set_vec_tile_shapes(2, 64)
+        qq, ss = pypto.quant_mx(x, FP4, pypto.ROUND_DOWN)
+        q[:] = qq
+        s[:] = ss
+        p[:] = pypto.pack(x)
+    for rows in (1, 5):
+        x = _mx_input((rows, 64), torch.float16, rows)
+        q, s, p = _fp4((rows, 32)), torch.zeros(rows, 1, 2, dtype=torch.float8_e8m0fnu), \
+            torch.zeros(rows * 128, dtype=torch.uint8)
+        dyn(x, q, s, p)
+        rq, rs = _mx_reference(x, -1, True, False)
+        assert torch.equal(q.view(torch.uint8), rq) and torch.equal(s.view(torch.uint8), rs)
+        assert torch.equal(p, x.view(torch.uint8).flatten())
+
+
+def test_quant_mx_second_last_axis_and_scaled_mm_dynamic_under_verify():
+    def body(x: pypto.Tensor([128, 8]), q: pypto.Tensor([128, 8], pypto.DT_FP8E4M3),
+             s: pypto.Tensor([2, 8, 2], pypto.DT_FP8E8M0), a: pypto.Tensor([pypto.DYNAMIC, 64], pypto.DT_FP8E5M2),
+             b: pypto.Tensor([64, pypto.DYNAMIC], pypto.DT_FP8E4M3),
+             sa: pypto.Tensor([pypto.DYNAMIC, 1, 2], pypto.DT_FP8E8M0),
+             sb: pypto.Tensor([1, pypto.DYNAMIC, 2], pypto.DT_FP8E8M0),
+             out: pypto.Tensor([pypto.DYNAMIC, pypto.DYNAMIC])):
+        pypto.set_vec_tile_shapes(64, 8)
+        qq, ss = pypto.quant_mx(x, pypto.DT_FP8E4M3, pypto.ROUND_UP, 0)
+        q[:] = qq
+        s[:] = ss
+        out[:] = pypto.scaled_mm(a, b, pypto.DT_FP32, sa, sb)
+
+    k = pypto.frontend.jit(body, verify_options={"enable_pass_verify": True, "pass_verify_error_tol": [0, 0]})
+    g = torch.Generator().manual_seed(41)
+    x = torch.randn(128, 8, generator=g) * 100
+    x[5, 3] = float("nan")
+    q, s = torch.zeros(128, 8, dtype=torch.float8_e4m3fn), torch.zeros(2, 8, 2, dtype=torch.float8_e8m0fnu)
+    m, n = 3, 5
+    a, b = _small_fp8([m, 64], torch.float8_e5m2, g), _small_fp8([64, n], torch.float8_e4m3fn, g)
+    sa, sb = _scales([m, 1, 2], g), _scales([1, n, 2], g)
+    out = torch.zeros(m, n)
+    k(x, q, s, a, b, sa.view(torch.float8_e8m0fnu), sb.view(torch.float8_e8m0fnu), out)
+    assert [(r.stage, r.status) for r in k.last_verify] == [("TENSOR_GRAPH", "ok"), ("CODEGEN_BINARY", "ok")]
+    rq, rs = _mx_reference(x, -2, False, True)
+    assert torch.equal(q.view(torch.uint8), rq) and torch.equal(s.view(torch.uint8), rs)
+    assert torch.equal(out, _scaled_mm_ref(a, b, sa, sb, 64, False, False, False, False, False))
