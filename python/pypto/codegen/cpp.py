@@ -19,6 +19,7 @@ from ..ir.nodes import (LOCAL, PARAM, TEMP, Assign, Check, If, Kernel, Loop, Op,
                         Value)
 from .lanes import emit_reduce
 from .names import c_string
+from .quant import QuantEmitter
 from .templates import ctype, ew_expr
 
 STACK_BUFFER_MAX = 64 * 1024       # bytes: a static temporary up to this size lives on the stack
@@ -26,7 +27,7 @@ STACK_TOTAL_MAX = 512 * 1024       # bytes of stack temporaries per kernel befor
 DEFAULT_MM_TILE = (64, 256, 256)   # (m0, k0, n0) when set_cube_tile_shapes was not called
 
 
-class _Emitter:
+class _Emitter(QuantEmitter):
     def __init__(self, kernel: Kernel):
         self.k = kernel
         self.lines: list[str] = []

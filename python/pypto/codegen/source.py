@@ -47,8 +47,10 @@ def generate(kernel: Kernel, with_ir_comment: bool = True, fuse: bool = True, sp
     out += [
         "#include <pypto/kernel_abi.h>",
         "#include <pypto/kernel_rt.h>",
-        "",
     ]
+    if em.quant:
+        out.append("#include <pypto/kernel_quant.h>")
+    out.append("")
     if any("pypto_k::" in ln for ln in em.lines):
         out += [PRELUDE, ""]
     out += [

@@ -10,6 +10,7 @@ Layer 3 of the package: may import errors, vocab and ir (it installs the tensor 
 """
 from . import activations, control, elementwise, indexing, reduce, shape_ops, struct_ops, tensor_methods
 from .activations import prelu
+from . import quant_ops
 from .control import (ceildiv, cond, get_cube_tile_shapes, get_vec_tile_shapes, is_loop_begin, is_loop_end, loop,
                       loop_unroll, max, min, set_cube_tile_shapes, set_vec_tile_shapes)
 from .elementwise import (abs, add, cast, ceil, clamp, clip, clone, div, eq, erfc, exp, floor, floor_divide, ge, gt,
@@ -26,6 +27,8 @@ from .shape_ops import (arange, one_hot, assemble, concat, expand_clone, full, p
                         unsqueeze, view, zeros, ones)
 from .struct_ops import (argmax, argmin, argsort, atomic_add, axpy_, deinterleave, fillpad, gathermask, interleave,
                          pad, tril, triu, var)
+from .quant_ops import (ROUND_DOWN, ROUND_UP, DequantScaleRoundingMode, dequantize, expand_exp_dif, pack, quant_mx,
+                        quantize, scaled_mm, unpack)
 
 __all__ = [
     # control flow and tiling
@@ -50,6 +53,9 @@ __all__ = [
     "argmax", "argmin", "argsort", "cumprod", "tril", "triu", "var", "ones", "pad", "fillpad", "gathermask",
     "interleave", "deinterleave", "axpy_", "atomic_add", "index_select", "index_add", "index_add_", "index_add_ub",
     "index_add__ub", "index_put_", "scatter_",
+    # quantization (quant_ops.py)
+    "quantize", "dequantize", "quant_mx", "scaled_mm", "pack", "unpack", "expand_exp_dif",
+    "DequantScaleRoundingMode", "ROUND_UP", "ROUND_DOWN",
 ]
 
 tensor_methods.install()  # kernel tensors get their operators and methods

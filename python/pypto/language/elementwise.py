@@ -12,6 +12,7 @@ import math
 import sys
 
 from ..ir.infer import KEEPS_SCALAR, round_scalar
+from .fp4 import fp4_cast
 from ._helpers import (DT, S, Value, check_dtype, check_enum, check_operand, check_tensor, compute_dtype, current,
                        elementwise, result_dtype)
 
@@ -326,15 +327,18 @@ clamp = clip
 def cast(x, dtype, mode=None, satmode=None):
     """Convert to `dtype`. float -> int truncates toward zero (as torch does); -> bool is `x != 0`;
     -> fp16/bf16 rounds to nearest even; -> FP8 goes through float32 and rounds as torch's .to() does
-    (e4m3fn: NaN beyond 464, e5m2: inf from 61440, e8m0fnu: the exponent, ties up). `mode` (pypto.CastMode)
-    and `satmode` (pypto.SaturationMode): the reference's rounding and saturation modes (cast_modes.py)."""
+    (e4m3fn: NaN beyond 464, e5m2: inf from 61440, e8m0fnu: the exponent, ties up). To / from the packed FP4
+    pair DT_FP4_E2M1X2 (from / to fp32, fp16, bf16) the last dim halves / doubles (fp4.py). `mode`
+    (pypto.CastMode) and `satmode` (pypto.SaturationMode): the reference's rounding and saturation modes
+    (cast_modes.py)."""
     op = "cast"
     x = check_tensor(x, op)
     dtype = check_dtype(dtype, op)
     if (x.dtype == DT.DT_FP4_E2M1X2) != (dtype == DT.DT_FP4_E2M1X2):
-        raise current(op).error(op, f"casting between {x.dtype.short} and {dtype.short} is not supported yet: "
-                                    f"the packed FP4 pair (DT_FP4_E2M1X2) is passed, copied, viewed and assembled "
-                                    f"as bytes only")
+        if mode is not None or satmode is not None:
+            raise current(op).error(op, f"mode / satmode are not supported yet for casts of the packed FP4 pair "
+                                        f"(DT_FP4_E2M1X2): it rounds to nearest even and saturates at 6")
+        return fp4_cast(x, dtype, op)     # the packed pair changes the last dim (fp4.py)
     if mode is not None or satmode is not None:   # the reference's rounding / saturation modes (cast_modes.py)
         from . import cast_modes
         from ..vocab.enums import CastMode, SaturationMode

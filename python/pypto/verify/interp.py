@@ -20,6 +20,7 @@ from ..errors import KernelRuntimeError
 from ..vocab.dtypes import DataType as DT
 from ..ir import sym as S
 from ..ir.nodes import PARAM, Assign, Check, If, Kernel, Loop, Op, ScalarRead, UnrolledLoop, Value
+from .quant import QuantInterp
 
 _TORCH = {
     DT.DT_BOOL: torch.bool, DT.DT_INT8: torch.int8, DT.DT_INT16: torch.int16, DT.DT_INT32: torch.int32,
@@ -56,7 +57,7 @@ class UnsupportedOp(Exception):
     """The interpreter has no rule for an op kind (reported by verify as a skipped stage)."""
 
 
-class _Interp:
+class _Interp(QuantInterp):
     def __init__(self, k: Kernel, tensors, scalars):
         self.k = k
         self.env: dict = {}

@@ -164,15 +164,15 @@ def test_fp8_arithmetic_is_a_trace_error_naming_op_and_dtype(opname):
     assert_untouched(before, out)
 
 
-def test_fp4_x2_cast_is_a_clear_trace_error():
+def test_fp4_x2_cast_to_an_integer_is_a_clear_trace_error():
     @pypto.frontend.jit
-    def k_fp4(a: pypto.Tensor([4], pypto.DT_FP4_E2M1X2), out: pypto.Tensor([4], pypto.DT_BF16)):
-        out[:] = pypto.cast(a, pypto.DT_BF16)
+    def k_fp4(a: pypto.Tensor([4], pypto.DT_FP4_E2M1X2), out: pypto.Tensor([8], pypto.DT_INT16)):
+        out[:] = pypto.cast(a, pypto.DT_INT16)
     a = torch.zeros(4, dtype=torch.uint8).view(torch.float4_e2m1fn_x2)
-    out = torch.full((4,), 2.0, dtype=torch.bfloat16)
+    out = torch.full((8,), 2, dtype=torch.int16)
     before = snap(out)
     raises(pypto.KernelTraceError, lambda: k_fp4(a, out), "kernel 'k_fp4'", "cast", "float4_e2m1fn_x2",
-           "bfloat16", "not supported yet")
+           "int16", "not supported", "DT_FP32, DT_FP16, DT_BF16 only")
     assert_untouched(before, out)
 
 
