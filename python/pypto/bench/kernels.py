@@ -128,20 +128,6 @@ def dims_named(a: TNAMED, b: TNAMED, c: TNAMED, out: TNAMED, m=2, n=3):
     out[:] = a + b + c
 
 
-class DLPackOnly:
-    """A producer that offers its tensor through `__dlpack__`/`__dlpack_device__` only (no buffer protocol, no
-    DLPack C exchange API): the generic capsule path, a Python call per argument."""
-
-    def __init__(self, t):
-        self.t = t
-
-    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-        return self.t.__dlpack__() if max_version is None else self.t.__dlpack__(max_version=max_version)
-
-    def __dlpack_device__(self):
-        return self.t.__dlpack_device__()
-
-
 def make_tensors(n: int = 4, seed: int = 0):
     """n fp32[16] torch tensors; the last one is the output (zeros)."""
     import torch
