@@ -20,7 +20,17 @@ typedef struct {
   int32_t device_id;
 } DLDevice;
 
-typedef enum { kDLInt = 0U, kDLUInt = 1U, kDLFloat = 2U, kDLBfloat = 4U, kDLBool = 6U } DLDataTypeCode;
+typedef enum {
+  kDLInt = 0U,
+  kDLUInt = 1U,
+  kDLFloat = 2U,
+  kDLBfloat = 4U,
+  kDLBool = 6U,
+  kDLFloat8_e4m3fn = 10U,
+  kDLFloat8_e5m2 = 12U,
+  kDLFloat8_e8m0fnu = 14U,
+  kDLFloat4_e2m1fn = 17U /* bits 4; torch.float4_e2m1fn_x2 is exported with lanes 2 */
+} DLDataTypeCode;
 
 typedef struct {
   uint8_t code;

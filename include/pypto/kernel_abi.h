@@ -3,7 +3,11 @@
  * Every specialization is compiled into its own shared library that exports
  *   uint32_t pypto_abi_version(void);           returns PYPTO_KERNEL_ABI_VERSION
  *   int      pypto_entry(const PyptoTensorArg*, const PyptoScalarArg*, PyptoLaunchContext*);
- * The runtime refuses a library whose pypto_abi_version() differs from its own.
+ * and, when built by pypto's pipeline,
+ *   const char* pypto_spec_key(void);         the specialization key it was compiled for (JSON text:
+ *                                              python/pypto/vocab/speckey.py)
+ * The runtime refuses a library whose pypto_abi_version() differs from its own, and one whose pypto_spec_key()
+ * is not the key its manifest entry (or the core's miss) loads it for.
  *
  * Argument order: `tensors` holds one entry per tensor parameter, in parameter order;
  * `scalars` one entry per runtime-scalar parameter (pypto.Scalar[...]), in parameter order.
@@ -16,14 +20,17 @@
 
 #include <stdint.h>
 
-#define PYPTO_KERNEL_ABI_VERSION 1u
+#define PYPTO_KERNEL_ABI_VERSION 2u /* 2: dtype codes 10-23 */
 #define PYPTO_MAX_RANK 8
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* dtype codes shared by runtime, manifest and codegen (python/pypto/frontend/dtypes.py mirrors them). */
+/* dtype codes shared by runtime, manifest and codegen (python/pypto/vocab/dtypes.py mirrors them). Codes below
+ * PYPTO_DT_COUNT that are marked "named only" have no storage layout here: no tensor argument carries them.
+ * PYPTO_DT_FP4_E2M1X2 packs two FP4 E2M1 values in one byte (element 2i in the low nibble, 2i+1 in the high
+ * nibble, as torch.float4_e2m1fn_x2); its shape counts bytes. */
 typedef enum PyptoDType {
   PYPTO_DT_BOOL = 0,
   PYPTO_DT_INT8 = 1,
@@ -35,7 +42,21 @@ typedef enum PyptoDType {
   PYPTO_DT_BF16 = 7,
   PYPTO_DT_FP32 = 8,
   PYPTO_DT_FP64 = 9,
-  PYPTO_DT_COUNT = 10
+  PYPTO_DT_UINT16 = 10,
+  PYPTO_DT_UINT32 = 11,
+  PYPTO_DT_UINT64 = 12,
+  PYPTO_DT_INT4 = 13, /* named only */
+  PYPTO_DT_FP8 = 14,  /* named only */
+  PYPTO_DT_FP8E4M3 = 15, /* float8_e4m3fn: no infinities, NaN = S.1111.111, max 448 */
+  PYPTO_DT_FP8E5M2 = 16, /* float8_e5m2: IEEE-like, max 57344 */
+  PYPTO_DT_FP8E8M0 = 17, /* float8_e8m0fnu: 2^(e-127), no sign, no zero, NaN = 0xff */
+  PYPTO_DT_FP4_E2M1 = 18, /* named only */
+  PYPTO_DT_FP4_E2M1X2 = 19,
+  PYPTO_DT_FP4_E1M2 = 20,   /* named only */
+  PYPTO_DT_FP4_E1M2X2 = 21, /* named only */
+  PYPTO_DT_HF4 = 22,        /* named only */
+  PYPTO_DT_HF8 = 23,        /* named only */
+  PYPTO_DT_COUNT = 24
 } PyptoDType;
 
 typedef struct PyptoTensorArg {
@@ -62,6 +83,8 @@ typedef uint32_t (*PyptoAbiVersionFn)(void);
 
 #define PYPTO_ENTRY_SYMBOL "pypto_entry"
 #define PYPTO_ABI_VERSION_SYMBOL "pypto_abi_version"
+#define PYPTO_SPEC_KEY_SYMBOL "pypto_spec_key"
+typedef const char* (*PyptoSpecKeyFn)(void);
 
 #ifdef __cplusplus
 }

@@ -3,6 +3,7 @@
  * Kept deliberately tiny (compile time of a simple kernel is the budget): no <iostream>, no STL containers,
  * no libm headers (GCC/Clang builtins call libm directly). Provides
  *   - half / bf16 storage types with exact round-to-nearest-even conversion from float (bit manipulation);
+ *   - FP8 (e4m3fn, e5m2, e8m0fnu) storage types converted as torch converts them, the packed FP4 pair as bytes;
  *   - Cvt<To>::from(x): the one conversion every generated load/store goes through;
  *   - integer helpers with Python semantics (floor division / modulo) used by symbolic index expressions;
  *   - math wrappers overloaded on float/double;
@@ -112,6 +113,103 @@ struct bf16 {
   }
 };
 
+/* ------------------------------------------------------------------------------------------------------ */
+/* FP8 storage types, converted exactly as torch's .to() converts them (tested on every byte value and on
+ * float32 edge values in tests/ut/compat/test_new_dtypes.py). They are never computed on: generated code only
+ * loads them through float and stores them from float. */
+
+/* |f| (float bits ax, finite, below the overflow bound) rounded to nearest even in a format with M mantissa
+ * bits and exponent bias B; returns exponent and mantissa fields (sign not included). */
+static inline uint32_t narrow_float_bits(uint32_t ax, uint32_t M, uint32_t B) {
+  const uint32_t min_normal = (128u - B) << 23;
+  if (ax >= min_normal) {
+    const uint32_t sh = 23u - M;
+    return (ax - ((127u - B) << 23) + ((1u << (sh - 1u)) - 1u) + ((ax >> sh) & 1u)) >> sh;
+  }
+  /* subnormal in the narrow format: m = round(|f| / 2^(1 - B - M)) */
+  const uint32_t e = ax >> 23;
+  const uint32_t mant = e ? ((ax & 0x7fffffu) | 0x800000u) : (ax & 0x7fffffu);
+  const uint32_t shift = 151u - B - M - (e ? e : 1u);
+  if (shift >= 25u) return 0u;
+  uint32_t m = mant >> shift;
+  const uint32_t rem = mant & ((1u << shift) - 1u);
+  const uint32_t halfway = 1u << (shift - 1u);
+  if (rem > halfway || (rem == halfway && (m & 1u))) ++m;
+  return m;
+}
+/* exponent/mantissa fields of a narrow float with M mantissa bits and bias B -> float bits (no sign) */
+static inline uint32_t widen_float_bits(uint32_t em, uint32_t M, uint32_t B) {
+  const uint32_t e = em >> M, m = em & ((1u << M) - 1u);
+  if (e != 0) return ((e + 127u - B) << 23) | (m << (23u - M));
+  if (m == 0) return 0u;
+  return f32_bits((float)m * bits_f32((128u - B - M) << 23)); /* m * 2^(1-B-M), exact */
+}
+
+struct fp8_e4m3fn { /* 1.4.3, bias 7, no infinities; S.1111.111 is NaN. As torch: a finite value beyond the
+                       largest (448) and +-inf saturate to +-448; NaN stays NaN */
+  uint8_t bits;
+  operator float() const {
+    const uint32_t sign = (uint32_t)(bits & 0x80u) << 24;
+    if ((bits & 0x7fu) == 0x7fu) return bits_f32(sign | 0x7ff00000u);
+    return bits_f32(sign | widen_float_bits(bits & 0x7fu, 3u, 7u));
+  }
+  static fp8_e4m3fn from_float(float f) {
+    const uint32_t x = f32_bits(f), ax = x & 0x7fffffffu;
+    uint32_t em;
+    if (ax > 0x7f800000u) em = 0x7fu;
+    else if (ax >= 0x43f00000u) em = 0x7eu; /* >= 480 */
+    else {
+      em = narrow_float_bits(ax, 3u, 7u);
+      if (em == 0x7fu) em = 0x7eu; /* rounded into the NaN pattern */
+    }
+    fp8_e4m3fn r;
+    r.bits = (uint8_t)(((x >> 24) & 0x80u) | em);
+    return r;
+  }
+};
+struct fp8_e5m2 { /* 1.5.2, bias 15, IEEE-like: |x| >= 61440 rounds to inf */
+  uint8_t bits;
+  operator float() const {
+    const uint32_t sign = (uint32_t)(bits & 0x80u) << 24;
+    const uint32_t em = bits & 0x7fu;
+    if (em >= 0x7cu) return bits_f32(sign | (em == 0x7cu ? 0x7f800000u : 0x7fc00000u | ((em & 3u) << 21)));
+    return bits_f32(sign | widen_float_bits(em, 2u, 15u));
+  }
+  static fp8_e5m2 from_float(float f) {
+    const uint32_t x = f32_bits(f), ax = x & 0x7fffffffu;
+    uint32_t em;
+    if (ax > 0x7f800000u) em = 0x7fu;        /* NaN */
+    else if (ax >= 0x47800000u) em = 0x7cu;  /* >= 65536 (and inf): inf */
+    else em = narrow_float_bits(ax, 2u, 15u); /* may round up to 0x7c (inf) */
+    fp8_e5m2 r;
+    r.bits = (uint8_t)(((x >> 24) & 0x80u) | em);
+    return r;
+  }
+};
+struct fp8_e8m0fnu { /* 2^(bits - 127), no sign, no zero (0 is 2^-127), 0xff NaN. The sign of the input is ignored;
+                        the exponent rounds to nearest with ties (mantissa exactly .5) up for normal inputs */
+  uint8_t bits;
+  operator float() const {
+    if (bits == 0xffu) return bits_f32(0x7f800001u);
+    return bits_f32(bits ? (uint32_t)bits << 23 : 0x00400000u);
+  }
+  static fp8_e8m0fnu from_float(float f) {
+    const uint32_t x = f32_bits(f);
+    uint32_t e = (x >> 23) & 0xffu;
+    if (e != 0xffu) {
+      const uint32_t g = (x >> 22) & 1u, rs = (x & 0x3fffffu) != 0;
+      if (g && (rs || e > 0)) ++e;
+    }
+    fp8_e8m0fnu r;
+    r.bits = (uint8_t)e;
+    return r;
+  }
+};
+/* two FP4 E2M1 values in one byte (torch.float4_e2m1fn_x2): moved as bytes, never converted */
+struct fp4_e2m1x2 {
+  uint8_t bits;
+};
+
 /* Cvt<To>::from(x): value conversion used by every load and store of generated code.
  * float -> int truncates toward zero (as torch does); anything -> bool is `x != 0`;
  * anything -> half/bf16 goes through float and rounds to nearest even. */
@@ -136,6 +234,21 @@ struct Cvt<bf16> {
   static bf16 from(bf16 b) { return b; }
   static bf16 from(half h) { return bf16::from_float(float(h)); }
 };
+#define PYPTO_RT_CVT_NARROW(T)                                            \
+  template <>                                                             \
+  struct Cvt<T> {                                                         \
+    template <class F>                                                    \
+    static T from(F x) { return T::from_float(static_cast<float>(x)); }  \
+    static T from(T v) { return v; }                                      \
+  };
+PYPTO_RT_CVT_NARROW(fp8_e4m3fn)
+PYPTO_RT_CVT_NARROW(fp8_e5m2)
+PYPTO_RT_CVT_NARROW(fp8_e8m0fnu)
+#undef PYPTO_RT_CVT_NARROW
+template <>
+struct Cvt<fp4_e2m1x2> {
+  static fp4_e2m1x2 from(fp4_e2m1x2 v) { return v; }
+};
 template <>
 struct Cvt<bool> {
   template <class F>
@@ -157,6 +270,18 @@ static inline int64_t floormod(int64_t a, int64_t b) {
   if (b == 0) return 0;
   int64_t r = a % b;
   if (r != 0 && ((r < 0) != (b < 0))) r += b;
+  return r;
+}
+/* unsigned 64-bit (the compute type of uint16/32/64): C unsigned arithmetic, x // 0 and x % 0 yield 0 */
+static inline uint64_t ufloordiv(uint64_t a, uint64_t b) { return b ? a / b : 0u; }
+static inline uint64_t ufloormod(uint64_t a, uint64_t b) { return b ? a % b : 0u; }
+static inline uint64_t uipow(uint64_t a, uint64_t b) {
+  uint64_t r = 1;
+  while (b) {
+    if (b & 1u) r *= a;
+    a *= a;
+    b >>= 1;
+  }
   return r;
 }
 static inline int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -208,6 +333,22 @@ PYPTO_RT_UNARY(log_, __builtin_logf, __builtin_log)
 PYPTO_RT_UNARY(sqrt_, __builtin_sqrtf, __builtin_sqrt)
 PYPTO_RT_UNARY(tanh_, __builtin_tanhf, __builtin_tanh)
 PYPTO_RT_UNARY(erfc_, __builtin_erfcf, __builtin_erfc)
+PYPTO_RT_UNARY(erf_, __builtin_erff, __builtin_erf)
+PYPTO_RT_UNARY(exp2_, __builtin_exp2f, __builtin_exp2)
+PYPTO_RT_UNARY(expm1_, __builtin_expm1f, __builtin_expm1)
+PYPTO_RT_UNARY(log2_, __builtin_log2f, __builtin_log2)
+PYPTO_RT_UNARY(log10_, __builtin_log10f, __builtin_log10)
+PYPTO_RT_UNARY(log1p_, __builtin_log1pf, __builtin_log1p)
+PYPTO_RT_UNARY(cbrt_, __builtin_cbrtf, __builtin_cbrt)
+PYPTO_RT_UNARY(tan_, __builtin_tanf, __builtin_tan)
+PYPTO_RT_UNARY(asin_, __builtin_asinf, __builtin_asin)
+PYPTO_RT_UNARY(acos_, __builtin_acosf, __builtin_acos)
+PYPTO_RT_UNARY(atan_, __builtin_atanf, __builtin_atan)
+PYPTO_RT_UNARY(sinh_, __builtin_sinhf, __builtin_sinh)
+PYPTO_RT_UNARY(cosh_, __builtin_coshf, __builtin_cosh)
+PYPTO_RT_UNARY(asinh_, __builtin_asinhf, __builtin_asinh)
+PYPTO_RT_UNARY(acosh_, __builtin_acoshf, __builtin_acosh)
+PYPTO_RT_UNARY(atanh_, __builtin_atanhf, __builtin_atanh)
 PYPTO_RT_UNARY(floor_, __builtin_floorf, __builtin_floor)
 PYPTO_RT_UNARY(ceil_, __builtin_ceilf, __builtin_ceil)
 PYPTO_RT_UNARY(trunc_, __builtin_truncf, __builtin_trunc)
@@ -224,6 +365,57 @@ static inline double fmod_(double a, double b) { return __builtin_fmod(a, b); }
 static inline bool isnan_(float x) { return x != x; }
 static inline bool isnan_(double x) { return x != x; }
 static inline bool isnan_(int64_t) { return false; }
+static inline bool isnan_(uint64_t) { return false; }
+
+/* Stable sort of the indices ids[0..n) by `before(a, b)` (a strictly ranks before b): bottom-up merge sort
+ * through the scratch array tmp[0..n) (pypto.argsort). */
+template <class Before>
+static inline void stable_sort_idx(int64_t* ids, int64_t* tmp, int64_t n, Before before) {
+  for (int64_t w = 1; w < n; w *= 2) {
+    for (int64_t lo = 0; lo < n; lo += 2 * w) {
+      const int64_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+      int64_t i = lo, j = mid, k = lo;
+      while (i < mid && j < hi) tmp[k++] = before(ids[j], ids[i]) ? ids[j++] : ids[i++];
+      while (i < mid) tmp[k++] = ids[i++];
+      while (j < hi) tmp[k++] = ids[j++];
+    }
+    for (int64_t k = 0; k < n; ++k) ids[k] = tmp[k];
+  }
+}
+static inline float atan2_(float y, float x) { return __builtin_atan2f(y, x); }
+static inline double atan2_(double y, double x) { return __builtin_atan2(y, x); }
+static inline float hypot_(float a, float b) { return __builtin_hypotf(a, b); }
+static inline double hypot_(double a, double b) { return __builtin_hypot(a, b); }
+static inline bool isfinite_(float x) { return __builtin_isfinite(x); }
+static inline bool isfinite_(double x) { return __builtin_isfinite(x); }
+static inline bool isfinite_(int64_t) { return true; }
+/* the sign bit read from the bits (g++ 12 fails with an internal error on a vectorized __builtin_signbit of a
+ * float converted from bf16) */
+static inline bool signbit_(float x) { return (f32_bits(x) >> 31) != 0; }
+static inline bool signbit_(double x) {
+  uint64_t u;
+  __builtin_memcpy(&u, &x, sizeof u);
+  return (u >> 63) != 0;
+}
+static inline bool signbit_(int64_t x) { return x < 0; }
+/* integer fmod (torch.fmod on integers: truncated division's remainder, sign of the dividend); x fmod 0 is 0
+ * here (torch raises), and INT64_MIN fmod -1 is 0 (no overflow trap) */
+static inline int64_t ifmod(int64_t a, int64_t b) { return (b == 0 || b == -1) ? 0 : a % b; }
+/* torch.gcd: Euclid on |a|, |b| (the result is never negative except for the most negative value) */
+static inline int64_t gcd_(int64_t a, int64_t b) {
+  uint64_t x = a < 0 ? 0 - (uint64_t)a : (uint64_t)a, y = b < 0 ? 0 - (uint64_t)b : (uint64_t)b;
+  while (x != 0) {
+    const uint64_t c = x;
+    x = y % x;
+    y = c;
+  }
+  return (int64_t)y;
+}
+/* shifts on the int64 compute type of every integer dtype, with torch's results at the narrower result dtype
+ * after truncation: a left shift by >= the width (or a negative count) gives 0, a right shift by >= the width
+ * (or a negative count) fills with the sign */
+static inline int64_t shl(int64_t a, int64_t b) { return (b < 0 || b >= 64) ? 0 : (int64_t)((uint64_t)a << b); }
+static inline int64_t shr(int64_t a, int64_t b) { return (b < 0 || b >= 64) ? (a >> 63) : (a >> b); }
 
 /* maximum/minimum propagate NaN like torch.maximum / torch.amax */
 template <class T>

@@ -37,6 +37,7 @@ from .vocab.dtypes import (DT_BF16, DT_BOOL, DT_BOTTOM, DT_DOUBLE, DT_FP4_E1M2, 
                            DT_FP4_E2M1X2, DT_FP8, DT_FP8E4M3, DT_FP8E5M2, DT_FP8E8M0, DT_FP16, DT_FP32, DT_FP64,
                            DT_HF4, DT_HF8, DT_INT4, DT_INT8, DT_INT16, DT_INT32, DT_INT64, DT_UINT8, DT_UINT16,
                            DT_UINT32, DT_UINT64, DataType)
+from .vocab.dtypes import bytes_of
 from . import frontend
 from . import export  # pypto.export([kernels], dir, examples=...): AOT bundles for the C++ runtime
 from . import torch_op  # kernel.as_torch_op(): the kernel as a torch.library custom op (torch.compile, export)

@@ -7,8 +7,11 @@ path). Not used by the product's call path.
 """
 from __future__ import annotations
 
+from .codegen import generate
+from .compiler import compile_source
 from .compiler.pipeline import build
 from .frontend.rewrite import prepare
+from .ir import trace
 from .verify.launch import _data_ptr_shape, launch
 from .vocab.annotations import DYNAMIC, STATIC, DynamicDim
 from .vocab.dtypes import from_any
@@ -68,6 +71,15 @@ def simple_request(kernel_name: str, params, args: tuple, kwargs: dict, options=
             constants[p.name] = v
     req = SpecializationRequest(kernel_name, list(params), tensors, scalars, constants, options or {})
     return req, tvals, svals
+
+
+def build_source(fn, args: tuple, fuse: bool = True):
+    """Trace `fn` for `args`, generate its C++ with the fusing generator (or, fuse=False, one loop nest per op)
+    and compile it: (library path, C++ source). For tests comparing the two generators bit for bit."""
+    name = fn.__name__
+    req, _, _ = simple_request(name, build_params(name, fn), args, {})
+    src = generate(trace(prepare(fn, name), req), fuse=fuse)
+    return compile_source(src, None, name)[0], src
 
 
 class DevKernel:

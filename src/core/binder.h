@@ -21,12 +21,21 @@ struct BindError {
   explicit operator bool() const { return kind != ErrorKind::kNone; }
 };
 
-// Row-major contiguity (dims of size 1 may carry any stride; NULL strides mean compact).
+// True when some dim is 0: a tensor with no elements is contiguous whatever its strides (as torch says:
+// torch.zeros(2, 0) has strides (1, 1)). Only consulted after a stride mismatch, so the hit path never runs it.
+[[gnu::cold, gnu::noinline]] inline bool has_no_elements(const DLTensor& t) noexcept {
+  for (int d = 0; d < t.ndim; ++d)
+    if (t.shape[d] == 0) return true;
+  return false;
+}
+
+// Row-major contiguity (dims of size 1 may carry any stride, as may every dim of an empty tensor; NULL strides
+// mean compact).
 inline bool is_row_major(const DLTensor& t) noexcept {
   if (t.strides == nullptr) return true;
   int64_t expected = 1;
   for (int d = t.ndim - 1; d >= 0; --d) {
-    if (t.shape[d] != 1 && t.strides[d] != expected) return false;
+    if (t.shape[d] != 1 && t.strides[d] != expected) return has_no_elements(t);
     expected *= t.shape[d];
   }
   return true;

@@ -9,23 +9,46 @@ namespace {
 struct DTypeInfo {
   const char* name;
   uint8_t code;
-  uint8_t bits;
+  uint8_t bits;   // 0: named only (no storage layout)
+  uint16_t lanes;
+  uint8_t itemsize;
 };
+// names are torch's where torch has the type (python/pypto/vocab/dtypes.py _SHORT)
 constexpr DTypeInfo kInfo[PYPTO_DT_COUNT] = {
-    {"bool", kDLBool, 8},       {"int8", kDLInt, 8},     {"int16", kDLInt, 16},
-    {"int32", kDLInt, 32},      {"int64", kDLInt, 64},   {"uint8", kDLUInt, 8},
-    {"float16", kDLFloat, 16},  {"bfloat16", kDLBfloat, 16}, {"float32", kDLFloat, 32},
-    {"float64", kDLFloat, 64},
+    {"bool", kDLBool, 8, 1, 1},
+    {"int8", kDLInt, 8, 1, 1},
+    {"int16", kDLInt, 16, 1, 2},
+    {"int32", kDLInt, 32, 1, 4},
+    {"int64", kDLInt, 64, 1, 8},
+    {"uint8", kDLUInt, 8, 1, 1},
+    {"float16", kDLFloat, 16, 1, 2},
+    {"bfloat16", kDLBfloat, 16, 1, 2},
+    {"float32", kDLFloat, 32, 1, 4},
+    {"float64", kDLFloat, 64, 1, 8},
+    {"uint16", kDLUInt, 16, 1, 2},
+    {"uint32", kDLUInt, 32, 1, 4},
+    {"uint64", kDLUInt, 64, 1, 8},
+    {"int4", 0, 0, 0, 0},
+    {"fp8", 0, 0, 0, 0},
+    {"float8_e4m3fn", kDLFloat8_e4m3fn, 8, 1, 1},
+    {"float8_e5m2", kDLFloat8_e5m2, 8, 1, 1},
+    {"float8_e8m0fnu", kDLFloat8_e8m0fnu, 8, 1, 1},
+    {"fp4_e2m1", 0, 0, 0, 0},
+    {"float4_e2m1fn_x2", kDLFloat4_e2m1fn, 4, 2, 1},
+    {"fp4_e1m2", 0, 0, 0, 0},
+    {"fp4_e1m2_x2", 0, 0, 0, 0},
+    {"hifloat4", 0, 0, 0, 0},
+    {"hifloat8", 0, 0, 0, 0},
 };
 }  // namespace
 
 DLDataType dtype_to_dlpack(int dtype) noexcept {
   if (dtype < 0 || dtype >= PYPTO_DT_COUNT) return DLDataType{0, 0, 0};
-  return DLDataType{kInfo[dtype].code, kInfo[dtype].bits, 1};
+  return DLDataType{kInfo[dtype].code, kInfo[dtype].bits, kInfo[dtype].lanes};
 }
 
 int dtype_itemsize(int dtype) noexcept {
-  return (dtype < 0 || dtype >= PYPTO_DT_COUNT) ? 0 : kInfo[dtype].bits / 8;
+  return (dtype < 0 || dtype >= PYPTO_DT_COUNT) ? 0 : kInfo[dtype].itemsize;
 }
 
 const char* dtype_name(int dtype) noexcept {
@@ -39,9 +62,14 @@ void dlpack_dtype_describe(DLDataType t, char* buf, int cap) noexcept {
     std::snprintf(buf, cap, "%s", kInfo[d].name);
     return;
   }
-  static const char* codes[] = {"int", "uint", "float", "opaque", "bfloat", "complex", "bool"};
-  const char* c = t.code < 7 ? codes[t.code] : "dtype";
-  if (t.lanes != 1)
+  static const char* codes[] = {"int",      "uint",       "float",         "opaque",       "bfloat",
+                                "complex",  "bool",       "float8_e3m4",   "float8_e4m3",  "float8_e4m3b11fnuz",
+                                "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz",
+                                "float8_e8m0fnu", "float6_e2m3fn", "float6_e3m2fn", "float4_e2m1fn"};
+  const char* c = t.code < sizeof codes / sizeof codes[0] ? codes[t.code] : "dtype";
+  if (t.code >= 7 && t.lanes == 1)  // the narrow float codes name their width
+    std::snprintf(buf, cap, "%s", c);
+  else if (t.lanes != 1)
     std::snprintf(buf, cap, "%s%u x%u", c, t.bits, t.lanes);
   else
     std::snprintf(buf, cap, "%s%u", c, t.bits);

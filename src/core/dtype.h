@@ -10,9 +10,10 @@ namespace pypto {
 
 constexpr int kAnyDType = -1;
 
-// DLPack (code, bits, lanes) -> PyptoDType, or -1 when pypto has no such dtype.
+// DLPack (code, bits, lanes) -> PyptoDType, or -1 when pypto has no such dtype. The packed FP4 pair is
+// (kDLFloat4_e2m1fn, 4, 2) as torch exports float4_e2m1fn_x2.
 inline int dtype_from_dlpack(DLDataType t) noexcept {
-  if (t.lanes != 1) return -1;
+  if (t.lanes != 1) return t.code == kDLFloat4_e2m1fn && t.bits == 4 && t.lanes == 2 ? PYPTO_DT_FP4_E2M1X2 : -1;
   switch (t.code) {
     case kDLFloat:
       return t.bits == 32 ? PYPTO_DT_FP32 : t.bits == 16 ? PYPTO_DT_FP16 : t.bits == 64 ? PYPTO_DT_FP64 : -1;
@@ -20,18 +21,25 @@ inline int dtype_from_dlpack(DLDataType t) noexcept {
       return t.bits == 32 ? PYPTO_DT_INT32 : t.bits == 64 ? PYPTO_DT_INT64 : t.bits == 16 ? PYPTO_DT_INT16
            : t.bits == 8 ? PYPTO_DT_INT8 : -1;
     case kDLUInt:
-      return t.bits == 8 ? PYPTO_DT_UINT8 : -1;
+      return t.bits == 8 ? PYPTO_DT_UINT8 : t.bits == 16 ? PYPTO_DT_UINT16 : t.bits == 32 ? PYPTO_DT_UINT32
+           : t.bits == 64 ? PYPTO_DT_UINT64 : -1;
     case kDLBfloat:
       return t.bits == 16 ? PYPTO_DT_BF16 : -1;
     case kDLBool:
       return t.bits == 8 ? PYPTO_DT_BOOL : -1;
+    case kDLFloat8_e4m3fn:
+      return t.bits == 8 ? PYPTO_DT_FP8E4M3 : -1;
+    case kDLFloat8_e5m2:
+      return t.bits == 8 ? PYPTO_DT_FP8E5M2 : -1;
+    case kDLFloat8_e8m0fnu:
+      return t.bits == 8 ? PYPTO_DT_FP8E8M0 : -1;
     default:
       return -1;
   }
 }
 
 DLDataType dtype_to_dlpack(int dtype) noexcept;
-int dtype_itemsize(int dtype) noexcept;
+int dtype_itemsize(int dtype) noexcept;  // bytes per element of the shape (1 for the packed FP4 pair); 0: named only
 // "float32", "bfloat16", ... ; "any" for kAnyDType
 const char* dtype_name(int dtype) noexcept;
 // name of a DLPack dtype pypto may not support ("float8_e4m3fn"-style names are not needed: "code=.. bits=..")

@@ -29,6 +29,7 @@ std::shared_ptr<Module> Module::open(const std::string& path, std::string* error
   std::shared_ptr<Module> m(new Module());
   m->handle_ = h;
   m->entry_ = entry;
+  m->spec_key_ = reinterpret_cast<PyptoSpecKeyFn>(dlsym(h, PYPTO_SPEC_KEY_SYMBOL));
   m->path_ = path;
   return m;
 }

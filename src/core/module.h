@@ -18,11 +18,14 @@ class Module {
 
   PyptoKernelEntry entry() const noexcept { return entry_; }
   const std::string& path() const noexcept { return path_; }
+  // The specialization key the library was compiled for (PYPTO_SPEC_KEY_SYMBOL), or NULL when it exports none.
+  const char* spec_key() const noexcept { return spec_key_ ? spec_key_() : nullptr; }
 
  private:
   Module() = default;
   void* handle_ = nullptr;
   PyptoKernelEntry entry_ = nullptr;
+  PyptoSpecKeyFn spec_key_ = nullptr;
   std::string path_;
 };
 

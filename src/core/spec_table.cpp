@@ -49,6 +49,15 @@ const Specialization* SpecializationTable::insert(std::unique_ptr<Specialization
   return e;
 }
 
+void SpecializationTable::free_retired() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (Slots* r : retired_) {
+    delete[] r->data;
+    delete r;
+  }
+  retired_.clear();
+}
+
 std::vector<const Specialization*> SpecializationTable::entries() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<const Specialization*> out;

@@ -57,6 +57,25 @@ class SpecializationTable {
 
   // Inserts `spec` unless an equal key is present; returns the entry that is in the table afterwards.
   const Specialization* insert(std::unique_ptr<Specialization> spec);
+  // Takes the entries for which pred(entry) holds out of the table and hands them to the caller, who frees them
+  // when no reader can still use them. The slot array is rebuilt; the old one is retired.
+  template <class Pred>
+  std::vector<std::unique_ptr<Specialization>> remove_if(Pred pred) {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<std::unique_ptr<Specialization>> removed, kept;
+    for (auto& e : owned_) (pred(*e) ? removed : kept).push_back(std::move(e));
+    owned_ = std::move(kept);
+    if (removed.empty()) return removed;
+    Slots* s = slots_.load(std::memory_order_relaxed);
+    Slots* fresh = make_slots(s->mask + 1);
+    for (const auto& e : owned_) place(fresh, e.get());
+    slots_.store(fresh, std::memory_order_release);
+    retired_.push_back(s);
+    count_.store(owned_.size(), std::memory_order_release);
+    return removed;
+  }
+  // Frees the retired slot arrays. Only when no reader can be probing one (the caller's own guarantee).
+  void free_retired();
   size_t size() const noexcept { return count_.load(std::memory_order_acquire); }
   // Snapshot of all entries (insertion order).
   std::vector<const Specialization*> entries() const;

@@ -63,11 +63,12 @@ ConstInterner::~ConstInterner() {
 }
 
 void ConstInterner::keep(PyObject* obj) {
+  if (!kept_set_.insert(obj).second) return;  // kept already
   Py_INCREF(obj);
   kept_.push_back(obj);
 }
 
-bool ConstInterner::encode(PyObject* obj, bool allow_identity, int depth, std::string* out, std::string* error) {
+bool ConstInterner::encode(PyObject* obj, bool plain, int depth, std::string* out, std::string* error) {
   if (depth > 32) {
     *error = "constant nests too deeply";
     return false;
@@ -144,7 +145,7 @@ bool ConstInterner::encode(PyObject* obj, bool allow_identity, int depth, std::s
     put_u64(out, static_cast<uint64_t>(n));
     for (Py_ssize_t i = 0; i < n; ++i) {
       PyObject* item = tuple ? PyTuple_GET_ITEM(obj, i) : PyList_GET_ITEM(obj, i);
-      if (!encode(item, allow_identity, depth + 1, out, error)) return false;
+      if (!encode(item, plain, depth + 1, out, error)) return false;
     }
     return true;
   }
@@ -165,12 +166,7 @@ bool ConstInterner::encode(PyObject* obj, bool allow_identity, int depth, std::s
       PyErr_Clear();
     }
   }
-  if (allow_identity) {
-    out->push_back('O');
-    put_ptr(out, obj);
-    keep(obj);
-    return true;
-  }
+  if (plain) return false;  // a guard value: keyed by identity (guard_ids.cpp)
   return encode_by_key(obj, depth, out, error);
 }
 
@@ -198,25 +194,22 @@ bool ConstInterner::encode_by_key(PyObject* obj, int depth, std::string* out, st
   return ok;
 }
 
-uint32_t ConstInterner::intern(PyObject* obj, bool allow_identity, std::string* error) {
+bool ConstInterner::encode_plain(PyObject* obj, std::string* out) {
+  std::string error;
+  out->clear();
+  const bool saved = mutable_seen_;
+  const bool ok = encode(obj, /*plain=*/true, 0, out, &error);
+  mutable_seen_ = saved;
+  PyErr_Clear();
+  return ok;
+}
+
+uint32_t ConstInterner::intern(PyObject* obj, std::string* error) {
   std::string enc;
   mutable_seen_ = false;
-  const size_t kept_before = kept_.size();
-  if (!encode(obj, allow_identity, 0, &enc, error)) {
-    while (kept_.size() > kept_before) {
-      Py_DECREF(kept_.back());
-      kept_.pop_back();
-    }
-    return 0;
-  }
+  if (!encode(obj, /*plain=*/false, 0, &enc, error)) return 0;
   auto it = ids_.find(enc);
-  if (it != ids_.end()) {
-    while (kept_.size() > kept_before) {  // already kept by the first occurrence of this encoding
-      Py_DECREF(kept_.back());
-      kept_.pop_back();
-    }
-    return it->second;
-  }
+  if (it != ids_.end()) return it->second;
   Py_XINCREF(obj);
   values_.push_back(obj);
   const uint32_t id = static_cast<uint32_t>(values_.size());

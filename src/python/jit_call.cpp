@@ -174,7 +174,10 @@ PyObject* call_impl(JitFunctionObject* self, PyObject* const* args, size_t nargs
   // 6. launch: after Python ran, pointers read before it are read again (and their key words checked); torch
   // tensors the kernel writes follow autograd's rules for in-place writes (refused, or version bumped)
   if (python_ran) [[unlikely]] {
-    if (!reread_tensors(st, slots, dl, rs, held, key, n_tensor_words, &readonly)) return nullptr;
+    ++st.launching;  // Python code may retire `spec` meanwhile (guard_ids.h): it stays allocated until we are done
+    const bool ok = reread_tensors(st, slots, dl, rs, held, key, n_tensor_words, &readonly);
+    --st.launching;
+    if (!ok) return nullptr;
   }
   if (readonly & spec->written_mask) [[unlikely]] return readonly_error(st, readonly & spec->written_mask);
   PyptoTensorArg targs[kMaxParams];
@@ -198,9 +201,11 @@ PyObject* call_impl(JitFunctionObject* self, PyObject* const* args, size_t nargs
   KernelLaunch launch(st.num_threads, st.debug_mode);
   int rc;
   if (elements >= st.release_gil_elements) {
+    ++st.launching;  // other threads may run Python code and retire `spec` meanwhile (guard_ids.h)
     Py_BEGIN_ALLOW_THREADS
     rc = launch.run(spec->entry, targs, scalars);
     Py_END_ALLOW_THREADS
+    --st.launching;
   } else {
     rc = launch.run(spec->entry, targs, scalars);
   }

@@ -72,7 +72,7 @@ uint32_t const_id_slow(JitState& st, int c, int pos, PyObject* obj) {
     return 0;
   }
   std::string err;
-  const uint32_t id = interner().intern(obj, /*allow_identity=*/false, &err);
+  const uint32_t id = interner().intern(obj, &err);
   if (id == 0) {
     if (!PyErr_Occurred())
       raise(PyExc_TypeError, msg::head(st.table, pos) + "cannot be used as a compile-time constant: " + err +
@@ -140,17 +140,17 @@ bool guards_unchanged(JitState& st) {
 }
 
 uint32_t guards_slow(JitState& st) {
-  std::vector<uint32_t> ids;
-  ids.reserve(st.guards.size());
-  std::string err;
-  for (Guard& g : st.guards) {
-    PyObject* v = guard_value(g);
-    ids.push_back(interner().intern(v, /*allow_identity=*/true, &err));
-    Py_XINCREF(v);
-    Py_XSETREF(g.last, v);
+  const size_t n = st.guards.size();
+  std::vector<PyObject*> now(n);
+  for (size_t i = 0; i < n; ++i) {  // owned while their ids are taken (that may run Python code)
+    now[i] = guard_value(st.guards[i]);
+    Py_XINCREF(now[i]);
   }
-  st.guard_state = interner().intern_ids(ids.data(), ids.size());
+  st.guard_state = st.guard_ids.state_of(st, now.data(), n);
+  for (size_t i = 0; i < n; ++i) std::swap(st.guards[i].last, now[i]);  // `now` holds the values seen before
   record_dict_versions(st);
+  for (PyObject* old : now) Py_XDECREF(old);  // may run weak-reference callbacks: they retire ids (guard_ids.h)
+  st.guard_ids.reclaim(st);
   return st.guard_state;
 }
 
@@ -253,7 +253,8 @@ const Specialization* miss(JitState& st, PyObject** slots, const DLTensor* dl, c
   unsigned long long written = 0;
   double seconds = 0;
   PyObject* info = nullptr;
-  if (!PyArg_ParseTuple(res, "sKdO", &path, &written, &seconds, &info)) {
+  const char* key_text = nullptr;
+  if (!PyArg_ParseTuple(res, "sKdOs", &path, &written, &seconds, &info, &key_text)) {
     Py_DECREF(res);
     return nullptr;
   }
@@ -262,6 +263,16 @@ const Specialization* miss(JitState& st, PyObject** slots, const DLTensor* dl, c
   if (!module) {
     Py_DECREF(res);
     raise_pypto("CompileError", msg::head(st.table) + err);
+    return nullptr;
+  }
+  // the library must say it was compiled for the key it is loaded for (vocab/speckey.py)
+  const char* lib_key = module->spec_key();
+  if (lib_key == nullptr || std::strcmp(lib_key, key_text) != 0) {
+    std::string m = msg::head(st.table) + "the library '" + path + "' was compiled for " +
+                    (lib_key ? "another specialization (" + std::string(lib_key) + ")" : std::string("no recorded key")) +
+                    ", not for this call's (" + key_text + "); refusing to load it";
+    Py_DECREF(res);
+    raise_pypto("CompileError", m);
     return nullptr;
   }
   auto spec = std::make_unique<Specialization>();

@@ -10,6 +10,7 @@
 #include "core/backend.h"
 #include "core/param_table.h"
 #include "core/spec_table.h"
+#include "python/guard_ids.h"
 
 namespace pypto::py {
 
@@ -17,7 +18,8 @@ namespace pypto::py {
 struct Guard {
   PyObject* container = nullptr;  // globals dict, or a cell when name == NULL
   PyObject* name = nullptr;       // interned str
-  PyObject* last = nullptr;       // value seen last (strong), NULL when absent
+  PyObject* last = nullptr;       // value bound now (strong: only this one), NULL when absent; older values are
+                                  // keyed without being kept (guard_ids.h)
 };
 
 // A globals dict some guards read, with the version it had when they were last seen unchanged. CPython < 3.12
@@ -71,6 +73,10 @@ struct JitState {
   std::vector<ConstCache> consts;
   CallShape call_shape;
   SpecializationTable specs;
+  GuardIds guard_ids;                   // ids of guard values and guard states (slow path only)
+  int launching = 0;                    // calls between their lookup and the end of their launch that may let
+                                        // Python code run (re-reading tensors, a launch without the GIL): while
+                                        // non-zero, retired specializations are not freed (GIL-protected)
   Counters counters;
   RunMode run_mode = RunMode::kSim;
   std::string backend_reason;           // non-empty: the run mode cannot run here

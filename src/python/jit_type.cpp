@@ -136,6 +136,7 @@ int jit_traverse(PyObject* o, visitproc visit, void* arg) {
       Py_VISIT(g.last);
     }
     for (const ConstCache& c : st->consts) Py_VISIT(c.last);
+    if (int r = st->guard_ids.traverse(visit, arg)) return r;
   }
   return 0;
 }
@@ -258,6 +259,7 @@ PyGetSetDef jit_getset[] = {{"__dict__", jit_get_dict, nullptr, nullptr, nullptr
 }  // namespace
 
 JitState::~JitState() {
+  guard_ids.clear();  // first: the values released below run no callback into this state
   for (PyObject* n : names) Py_XDECREF(n);
   Py_XDECREF(fn);
   Py_XDECREF(defaults_seen);

@@ -17,9 +17,13 @@ using namespace detail;
 
 namespace {
 
+// by PyptoDType code (src/core/dtype.cpp has the same table with names); {3 (opaque), 0, 0}: named only, never matches
 constexpr DLDataType kDLTypes[PYPTO_DT_COUNT] = {
-    {kDLBool, 8, 1},  {kDLInt, 8, 1},   {kDLInt, 16, 1},    {kDLInt, 32, 1},   {kDLInt, 64, 1},
-    {kDLUInt, 8, 1},  {kDLFloat, 16, 1}, {kDLBfloat, 16, 1}, {kDLFloat, 32, 1}, {kDLFloat, 64, 1}};
+    {kDLBool, 8, 1},   {kDLInt, 8, 1},    {kDLInt, 16, 1},    {kDLInt, 32, 1},   {kDLInt, 64, 1},
+    {kDLUInt, 8, 1},   {kDLFloat, 16, 1}, {kDLBfloat, 16, 1}, {kDLFloat, 32, 1}, {kDLFloat, 64, 1},
+    {kDLUInt, 16, 1},  {kDLUInt, 32, 1},  {kDLUInt, 64, 1},   {3, 0, 0},         {3, 0, 0},
+    {kDLFloat8_e4m3fn, 8, 1}, {kDLFloat8_e5m2, 8, 1}, {kDLFloat8_e8m0fnu, 8, 1}, {3, 0, 0},
+    {kDLFloat4_e2m1fn, 4, 2}, {3, 0, 0}, {3, 0, 0}, {3, 0, 0}, {3, 0, 0}};
 
 
 // A word loop, not memcmp: keys are a few words, and glibc's AVX-512 memcmp with length 0 and a null pointer (an

@@ -26,7 +26,7 @@ std::unique_ptr<KernelImpl> parse_kernel(const json& jk, const std::string& dir)
   // 5. the call path's flat copies of the table
   build_call_path(*k);
   // 6. per specialization: verify and load its library, check its key, insert it
-  for (size_t i = 0; i < jspecs.size(); ++i) add_specialization(*k, jspecs[i], const_index[i], dir);
+  for (size_t i = 0; i < jspecs.size(); ++i) add_specialization(*k, jspecs[i], const_index[i], dir, i);
   return k;
 }
 

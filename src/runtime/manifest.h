@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/const_value.h"
+#include "core/module.h"
 #include "core/param_table_json.h"
 #include "runtime/kernel_impl.h"
 
@@ -36,8 +37,12 @@ std::vector<std::vector<int>> collect_constants(KernelImpl& k, const json& jspec
 // The call path's flat copies of the table's counts, positions and constant values.
 void build_call_path(KernelImpl& k);
 // Verifies a specialization's library (inside the bundle, sha256), loads it, checks its recorded key against the
-// binder's and inserts it.
-void add_specialization(KernelImpl& k, const json& js, const std::vector<int>& const_index, const std::string& dir);
+// binder's and the library's own key (check_library_key), and inserts it. `index`: the entry's position, for errors.
+void add_specialization(KernelImpl& k, const json& js, const std::vector<int>& const_index, const std::string& dir,
+                        size_t index);
+// The key a library says it was compiled for (pypto_spec_key(), python/pypto/vocab/speckey.py) must be the
+// manifest entry's tensors and constants: else a load error naming the entry (`where`) and the library.
+void check_library_key(const Module& module, const json& js, const std::string& where, const std::string& lib_rel);
 std::string join(const std::string& dir, const std::string& rel);
 
 }  // namespace pypto::runtime::detail

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 
 #include "core/backend.h"
 #include "core/binder.h"
@@ -177,7 +178,53 @@ void build_call_path(KernelImpl& k) {
   k.const_begin.push_back(static_cast<int>(k.const_fast.size()));
 }
 
-void add_specialization(KernelImpl& k, const json& js, const std::vector<int>& const_index, const std::string& dir) {
+namespace {
+
+// A library's key (its pypto_spec_key() JSON) in words: "x: fp32[16, DYNAMIC], m=2".
+std::string describe_key(const json& key) {
+  std::string out;
+  for (const json& tj : key.at("tensors")) {
+    std::string dims;
+    for (const json& d : tj.at("shape"))
+      dims += (dims.empty() ? "" : ", ") + (d.is_null() ? std::string("DYNAMIC") : d.is_string() ? d.get<std::string>()
+                                                                                              : d.dump());
+    out += (out.empty() ? "" : ", ") + tj.at("param").get<std::string>() + ": " + tj.at("dtype").get<std::string>() +
+           "[" + dims + "]";
+  }
+  for (const auto& [name, v] : key.at("constants").items()) {
+    const std::string type = v.value("type", std::string());
+    std::string value = type == "float" ? v.value("repr", std::string("?"))
+                        : v.contains("value")  ? v.at("value").dump()
+                        : type == "none"       ? std::string("None")
+                                               : v.dump();
+    out += (out.empty() ? "" : ", ") + name + "=" + value;
+  }
+  return out;
+}
+
+}  // namespace
+
+void check_library_key(const Module& module, const json& js, const std::string& where, const std::string& lib_rel) {
+  const char* text = module.spec_key();
+  if (text == nullptr)
+    load_fail(where + ": library '" + lib_rel + "' carries no specialization key (" PYPTO_SPEC_KEY_SYMBOL
+              "); refusing to load it");
+  json key;
+  try {
+    key = json::parse(text);
+    if (!key.is_object() || !key.at("tensors").is_array() || !key.at("constants").is_object())
+      throw std::runtime_error("not a key");
+    describe_key(key);
+  } catch (const std::exception&) {
+    load_fail(where + ": library '" + lib_rel + "' carries a malformed specialization key; refusing to load it");
+  }
+  if (key.at("tensors") != js.at("tensors") || key.at("constants") != js.at("constants"))
+    load_fail(where + ": library '" + lib_rel + "' was compiled for a different specialization (" +
+              describe_key(key) + "): the manifest pairs it with the wrong key; refusing to load it");
+}
+
+void add_specialization(KernelImpl& k, const json& js, const std::vector<int>& const_index, const std::string& dir,
+                        size_t index) {
   const ParamTable& t = k.table;
   const std::string where = "kernel '" + t.kernel + "'";
   const std::string lib_rel = js.at("library").get<std::string>();
@@ -245,6 +292,7 @@ void add_specialization(KernelImpl& k, const json& js, const std::vector<int>& c
     key.push_back(static_cast<uint64_t>(const_index[c]) + 1);
     desc += ", " + t.params[t.constexpr_pos[c]].name + "=" + k.const_values[c][const_index[c]].repr();
   }
+  check_library_key(*module, js, where + ": specialization #" + std::to_string(index) + " (" + desc + ")", lib_rel);
   auto spec = std::make_unique<Specialization>();
   spec->hash = hash_key(key.data(), static_cast<int>(key.size()));
   spec->key = std::move(key);

@@ -167,7 +167,7 @@ void test_bind_errors() {
   }
   {
     Host bad({9}, PYPTO_DT_INT64);
-    bad.dl.dtype = DLDataType{kDLUInt, 32, 1};  // a dtype pypto has no code for (uint32), on an any-dtype parameter
+    bad.dl.dtype = DLDataType{5 /* kDLComplex */, 64, 1};  // a dtype pypto has no code for (complex64), on an any-dtype parameter
     DLTensor dl[4] = {a.dl, b.dl, c.dl, bad.dl};
     expect(dl, ErrorKind::kType, {"parameter 'd'", "a dtype pypto supports"});
   }
@@ -193,17 +193,23 @@ void test_row_major() {
   CHECK(!is_row_major(sliced.dl));
   Host transposed({3, 2}, PYPTO_DT_FP32, {1, 3});
   CHECK(!is_row_major(transposed.dl));
+  Host empty({2, 0}, PYPTO_DT_FP32, {1, 1});  // torch.zeros(2, 0): no elements, so any strides are contiguous
+  CHECK(is_row_major(empty.dl));
 }
 
 void test_dtypes() {
   const int codes[] = {PYPTO_DT_BOOL, PYPTO_DT_INT8, PYPTO_DT_INT16, PYPTO_DT_INT32, PYPTO_DT_INT64,
-                       PYPTO_DT_UINT8, PYPTO_DT_FP16, PYPTO_DT_BF16, PYPTO_DT_FP32, PYPTO_DT_FP64};
+                       PYPTO_DT_UINT8, PYPTO_DT_FP16, PYPTO_DT_BF16, PYPTO_DT_FP32, PYPTO_DT_FP64,
+                       PYPTO_DT_UINT16, PYPTO_DT_UINT32, PYPTO_DT_UINT64, PYPTO_DT_FP8E4M3, PYPTO_DT_FP8E5M2,
+                       PYPTO_DT_FP8E8M0};
   for (int c : codes) {
     CHECK(dtype_from_dlpack(dtype_to_dlpack(c)) == c);
     CHECK(dtype_itemsize(c) * 8 == dtype_to_dlpack(c).bits);
   }
   CHECK(dtype_from_dlpack(DLDataType{kDLFloat, 32, 4}) == -1);  // vector lanes
-  CHECK(dtype_from_dlpack(DLDataType{kDLUInt, 16, 1}) == -1);
+  CHECK(dtype_from_dlpack(DLDataType{kDLUInt, 16, 1}) == PYPTO_DT_UINT16);
+  CHECK(dtype_from_dlpack(DLDataType{5 /* kDLComplex */, 64, 1}) == -1);
+  CHECK(dtype_from_dlpack(DLDataType{kDLFloat4_e2m1fn, 4, 2}) == PYPTO_DT_FP4_E2M1X2);  // torch's packed pair
   CHECK(std::string(dtype_name(PYPTO_DT_BF16)) == "bfloat16");
 }
 

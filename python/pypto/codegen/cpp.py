@@ -385,11 +385,12 @@ class _Emitter:
         ip = self.ptr(t, const=True)
         full, opened = self.lines_along(t, d)
         acc = self.fresh("acc")
-        self.line(f"{ct} {acc} = ({ct})0;")
+        prod = op.attrs.get("fn") == "prod"      # cumprod
+        self.line(f"{ct} {acc} = ({ct}){1 if prod else 0};")
         kv = self.fresh("k")
         self.open(f"for (int64_t {kv} = 0; {kv} < {self.dim(t.shape[d])}; ++{kv})")
         full[d] = kv
-        self.line(f"{acc} = {acc} + pypto_rt::Cvt<{ct}>::from({ip}[{self.index(t, full)}]);")
+        self.line(f"{acc} = {acc} {'*' if prod else '+'} pypto_rt::Cvt<{ct}>::from({ip}[{self.index(t, full)}]);")
         self.line(f"{out.storage.cname}[{self.index(out, full)}] = pypto_rt::Cvt<{ctype(out.dtype)}>::from({acc});")
         self.close(1 + opened)
 
@@ -437,8 +438,104 @@ class _Emitter:
         full = list(ivars)
         full[d] = self._checked_index(ip, idx, ivars, n, op.attrs["msg"])
         rhs = f"{sp}[{self.index(src, ivars)}]" if isinstance(src, Value) else sp
-        self.line(f"{out.storage.cname}[{self.index(out, full)}] = {rhs};")
+        self.store_update(out, self.index(out, full), rhs, op.attrs.get("reduce"), op.attrs.get("ct"),
+                          op.attrs.get("alpha", 1))
         self.close(opened)
+
+    def store_update(self, out: Value, at: str, rhs: str, reduce, ctd, alpha=1):
+        """out[at] = rhs, or with reduce 'add' / 'mul': out[at] = out[at] (+|*) alpha * rhs computed in the
+        compute type `ctd` and converted back once (scatter reduce=, index_add, index_put_ accumulate)."""
+        dst = f"{out.storage.cname}[{at}]"
+        if reduce is None:
+            self.line(f"{dst} = {rhs};")
+            return
+        ct = ctype(ctd)
+        val = f"pypto_rt::Cvt<{ct}>::from({rhs})"
+        if not (isinstance(alpha, int) and alpha == 1):
+            val = f"{self.scalar_const(alpha, ctd)} * {val}"
+        sym = "+" if reduce == "add" else "*"
+        self.line(f"{dst} = pypto_rt::Cvt<{ctype(out.dtype)}>::from(pypto_rt::Cvt<{ct}>::from({dst}) {sym} {val});")
+
+    def op_index_put(self, op: Op):
+        """out = a copy of t; out[idx0[r], ..., idx{k-1}[r], ...] = (or +=) values[r, ...] for every row r."""
+        out, (t, vals), idxs = op.out, op.ins[:2], op.ins[2:]
+        self.alloc(out.storage)
+        tp = self.ptr(t, const=True)
+        ivars, opened = self.nest(out.shape)
+        self.line(f"{out.storage.cname}[{self.index(out, ivars)}] = {tp}[{self.index(t, ivars)}];")
+        self.close(opened)
+        vp = self.ptr(vals, const=True)
+        ips = [self.ptr(ix, const=True) for ix in idxs]
+        ns = [self.dim(out.shape[j]) for j in range(len(idxs))]
+        ivars, opened = self.nest(vals.shape, ivdep=False)
+        full = [self._checked_index(ip, ix, ivars[:1], n, msg)
+                for ip, ix, n, msg in zip(ips, idxs, ns, op.attrs["msgs"])] + ivars[1:]
+        self.store_update(out, self.index(out, full), f"{vp}[{self.index(vals, ivars)}]",
+                          "add" if op.attrs["accumulate"] else None, op.attrs["ct"])
+        self.close(opened)
+
+    def better(self, x: str, y: str, largest: bool, is_float: bool) -> str:
+        """x ranks strictly before y: larger (largest) or smaller; a NaN ranks before every number."""
+        cmp = f"{x} {'>' if largest else '<'} {y}"
+        if not is_float:
+            return f"({cmp})"
+        return f"((pypto_rt::isnan_({x}) && !pypto_rt::isnan_({y})) || {cmp})"
+
+    def op_argext(self, op: Op):
+        """argmax / argmin along `dim`: the first best element of each line (a NaN beats every number)."""
+        out, t = op.out, op.ins[0]
+        d, keepdim = op.attrs["dim"], op.attrs["keepdim"]
+        self.alloc(out.storage)
+        ctd = op.attrs["ct"]
+        ct = ctype(ctd)
+        tp = self.ptr(t, const=True)
+        n = self.dim(t.shape[d])
+        full, opened = self.lines_along(t, d)
+        ovars = [v if v is not None else "0" for v in full] if keepdim else [v for v in full if v is not None]
+        best, bi, j, v = self.fresh("bv"), self.fresh("bi"), self.fresh("j"), self.fresh("v")
+        full[d] = "0"
+        self.line(f"{ct} {best} = pypto_rt::Cvt<{ct}>::from({tp}[{self.index(t, full)}]);")
+        self.line(f"int64_t {bi} = 0;")
+        self.open(f"for (int64_t {j} = 1; {j} < {n}; ++{j})")
+        full[d] = j
+        self.line(f"const {ct} {v} = pypto_rt::Cvt<{ct}>::from({tp}[{self.index(t, full)}]);")
+        self.line(f"if {self.better(v, best, op.attrs['largest'], DT(ctd).is_float)} {{ {best} = {v}; {bi} = {j}; }}")
+        self.close()
+        self.line(f"{out.storage.cname}[{self.index(out, ovars)}] = pypto_rt::Cvt<{ctype(out.dtype)}>::from({bi});")
+        self.close(opened)
+
+    def op_argsort(self, op: Op):
+        """Indices that sort each line along `dim`: a stable merge sort of 0..n-1 (pypto_rt::stable_sort_idx)."""
+        out, t = op.out, op.ins[0]
+        d = op.attrs["dim"]
+        self.alloc(out.storage)
+        ctd = op.attrs["ct"]
+        ct = ctype(ctd)
+        tp = self.ptr(t, const=True)
+        n = self.dim(t.shape[d])
+        static = t.shape[d] if isinstance(t.shape[d], int) else None
+        vals, ids, tmp = self.fresh("sv"), self.fresh("si"), self.fresh("st")
+        self.alloc_raw(vals, ct, DT(ctd).itemsize, static, f"(pypto_rt::size_t)({n})")
+        self.alloc_raw(ids, "int64_t", 8, static, f"(pypto_rt::size_t)({n})")
+        self.alloc_raw(tmp, "int64_t", 8, static, f"(pypto_rt::size_t)({n})")
+        full, opened = self.lines_along(t, d)
+        j, x, y = self.fresh("j"), self.fresh("x"), self.fresh("y")
+        self.open(f"for (int64_t {j} = 0; {j} < {n}; ++{j})")
+        full[d] = j
+        self.line(f"{vals}[{j}] = pypto_rt::Cvt<{ct}>::from({tp}[{self.index(t, full)}]); {ids}[{j}] = {j};")
+        self.close()
+        a, c = f"{vals}[{x}]", f"{vals}[{y}]"
+        if op.attrs["descending"]:          # NaN first, as torch.sort(descending=True)
+            less = self.better(a, c, True, DT(ctd).is_float)
+        elif DT(ctd).is_float:              # NaN last
+            less = f"((!pypto_rt::isnan_({a}) && pypto_rt::isnan_({c})) || {a} < {c})"
+        else:
+            less = f"({a} < {c})"
+        self.line(f"pypto_rt::stable_sort_idx({ids}, {tmp}, {n}, [&](int64_t {x}, int64_t {y}) {{ return {less}; }});")
+        self.open(f"for (int64_t {j} = 0; {j} < {n}; ++{j})")
+        full[d] = j
+        self.line(f"{out.storage.cname}[{self.index(out, full)}] = pypto_rt::Cvt<{ctype(out.dtype)}>::from({ids}[{j}]);")
+        self.close(1 + opened)
 
     def op_topk(self, op: Op):
         """Indices of the k best elements per line along `dim`: insertion into a sorted k-slot buffer (stable:

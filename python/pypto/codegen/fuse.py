@@ -23,7 +23,10 @@ from __future__ import annotations
 from ..ir import sym as S
 from ..ir.nodes import TEMP, Assign, Check, Op, Value, same_dim
 
-EXPENSIVE = {"exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erfc", "pow", "div", "floordiv", "mod"}
+EXPENSIVE = {"exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erfc", "pow", "div", "floordiv", "mod",
+             # libm calls (include/pypto/kernel_rt.h) and divisions
+             "erf", "exp2", "expm1", "log2", "log10", "log1p", "cbrt", "sin", "cos", "tan", "asin", "acos", "atan",
+             "sinh", "cosh", "asinh", "acosh", "atanh", "atan2", "hypot", "fmod", "gcd", "reciprocal"}
 
 
 class Equalities:

@@ -26,7 +26,7 @@ def emit_reduce(em, fn: str, ct, extents: list, load, store):
     """Emit the reduction of `load(index vars)` over loops of `extents` (C++ expressions, row-major) and call
     `store(result expression)` (the compute type ct) once, after the loops."""
     cts = ctype(ct)
-    kind = "f" if DT(ct).is_float else "i"
+    kind = "f" if DT(ct).is_float else "u" if DT(ct) == DT.DT_UINT64 else "i"
     init = REDUCE_INIT[(fn, kind)].format(ct=cts)
     L = lanes_of(ct)
     acc = em.fresh("acc")

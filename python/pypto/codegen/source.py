@@ -6,13 +6,15 @@ from ..ir import sym as S
 from ..ir.nodes import Kernel, format_kernel
 from .cpp import _Emitter
 from .fused import FusedEmitter
-from .names import comment_text
+from .names import c_string, comment_text
 from .templates import PRELUDE, ctype
 
 
-def generate(kernel: Kernel, with_ir_comment: bool = True, fuse: bool = True) -> str:
+def generate(kernel: Kernel, with_ir_comment: bool = True, fuse: bool = True, spec_key: str | None = None) -> str:
     """The C++ source of `kernel` (deterministic). fuse=False: one loop nest and one whole temporary per op
-    (the reference the fused code is tested against bit for bit)."""
+    (the reference the fused code is tested against bit for bit). spec_key: the specialization's key text
+    (vocab/speckey.py), exported as `pypto_spec_key()` so that every loader can check what the library was compiled
+    for."""
     em = FusedEmitter(kernel) if fuse else _Emitter(kernel)
     for t in kernel.tensors:
         st = kernel.params[t.param].storage
@@ -68,6 +70,13 @@ def generate(kernel: Kernel, with_ir_comment: bool = True, fuse: bool = True) ->
         "}",
         "",
     ]
+    if spec_key is not None:  # data, as an escaped string literal (names.py)
+        out += [
+            'extern "C" __attribute__((visibility("default"))) const char* pypto_spec_key(void) {',
+            f"  return {c_string(spec_key)};",
+            "}",
+            "",
+        ]
     return "\n".join(out)
 
 

@@ -1,7 +1,8 @@
 """C++ spellings: element types, compute types and the scalar expression of every elementwise op.
 
 An elementwise template receives its arguments already converted to their compute type (float for
-fp16/bf16/fp32, double for fp64, int64_t for integers, bool for bool) as {0}, {1}, ...; {ct} is the C++
+fp16/bf16/fp32, double for fp64, int64_t for integers, uint64_t for uint16/32/64, bool for bool) as {0}, {1},
+..., with the "u" template where an op differs for unsigned; {ct} is the C++
 compute type of the result. The generated store converts the expression to the result dtype with
 pypto_rt::Cvt (round to nearest even for fp16/bf16, truncation toward zero for float -> int).
 """
@@ -12,7 +13,9 @@ from ..vocab.dtypes import DataType as DT
 CTYPE = {
     DT.DT_BOOL: "bool", DT.DT_INT8: "int8_t", DT.DT_INT16: "int16_t", DT.DT_INT32: "int32_t",
     DT.DT_INT64: "int64_t", DT.DT_UINT8: "uint8_t", DT.DT_FP16: "pypto_rt::half", DT.DT_BF16: "pypto_rt::bf16",
-    DT.DT_FP32: "float", DT.DT_FP64: "double",
+    DT.DT_FP32: "float", DT.DT_FP64: "double", DT.DT_UINT16: "uint16_t", DT.DT_UINT32: "uint32_t",
+    DT.DT_UINT64: "uint64_t", DT.DT_FP8E4M3: "pypto_rt::fp8_e4m3fn", DT.DT_FP8E5M2: "pypto_rt::fp8_e5m2",
+    DT.DT_FP8E8M0: "pypto_rt::fp8_e8m0fnu", DT.DT_FP4_E2M1X2: "pypto_rt::fp4_e2m1x2",
 }
 
 
@@ -20,9 +23,9 @@ def ctype(dt) -> str:
     return CTYPE[DT(dt)]
 
 
-def _fi(f: str, i: str):
-    """(float template, integer template)."""
-    return {"f": f, "i": i}
+def _fi(f: str, i: str, u: str | None = None):
+    """(float template, integer template, unsigned 64-bit template when it differs)."""
+    return {"f": f, "i": i, "u": u or i}
 
 
 EW = {
@@ -30,9 +33,10 @@ EW = {
     "sub": "({0} - {1})",
     "mul": "({0} * {1})",
     "div": "({0} / {1})",
-    "floordiv": _fi("pypto_k::floor_divide<{ct}>({0}, {1})", "pypto_rt::floordiv({0}, {1})"),
-    "mod": _fi("pypto_rt::fremainder<{ct}>({0}, {1})", "pypto_rt::floormod({0}, {1})"),
-    "pow": _fi("pypto_rt::pow_({0}, {1})", "pypto_rt::ipow({0}, {1})"),
+    "floordiv": _fi("pypto_k::floor_divide<{ct}>({0}, {1})", "pypto_rt::floordiv({0}, {1})",
+                    "pypto_rt::ufloordiv({0}, {1})"),
+    "mod": _fi("pypto_rt::fremainder<{ct}>({0}, {1})", "pypto_rt::floormod({0}, {1})", "pypto_rt::ufloormod({0}, {1})"),
+    "pow": _fi("pypto_rt::pow_({0}, {1})", "pypto_rt::ipow({0}, {1})", "pypto_rt::uipow({0}, {1})"),
     "maximum": "pypto_rt::maximum<{ct}>({0}, {1})",
     "minimum": "pypto_rt::minimum<{ct}>({0}, {1})",
     "exp": "pypto_rt::exp_({0})",
@@ -42,8 +46,44 @@ EW = {
     "tanh": "pypto_rt::tanh_({0})",
     "sigmoid": "pypto_rt::sigmoid<{ct}>({0})",
     "erfc": "pypto_rt::erfc_({0})",
+    "erf": "pypto_rt::erf_({0})",
+    "exp2": "pypto_rt::exp2_({0})",
+    "expm1": "pypto_rt::expm1_({0})",
+    "log2": "pypto_rt::log2_({0})",
+    "log10": "pypto_rt::log10_({0})",
+    "log1p": "pypto_rt::log1p_({0})",
+    "cbrt": "pypto_rt::cbrt_({0})",
+    "sin": "pypto_rt::sin_({0})",
+    "cos": "pypto_rt::cos_({0})",
+    "tan": "pypto_rt::tan_({0})",
+    "asin": "pypto_rt::asin_({0})",
+    "acos": "pypto_rt::acos_({0})",
+    "atan": "pypto_rt::atan_({0})",
+    "sinh": "pypto_rt::sinh_({0})",
+    "cosh": "pypto_rt::cosh_({0})",
+    "asinh": "pypto_rt::asinh_({0})",
+    "acosh": "pypto_rt::acosh_({0})",
+    "atanh": "pypto_rt::atanh_({0})",
+    "reciprocal": "(({ct})1 / {0})",
+    "atan2": "pypto_rt::atan2_({0}, {1})",
+    "hypot": "pypto_rt::hypot_({0}, {1})",
+    "fmod": _fi("pypto_rt::fmod_({0}, {1})", "pypto_rt::ifmod({0}, {1})"),
+    "gcd": "pypto_rt::gcd_({0}, {1})",
+    "bitwise_and": "({0} & {1})",
+    "bitwise_or": "({0} | {1})",
+    "bitwise_xor": "({0} ^ {1})",
+    "bitwise_not": "(~{0})",
+    "shl": "pypto_rt::shl({0}, {1})",
+    "shr": "pypto_rt::shr({0}, {1})",
+    "logical_and": "({0} && {1})",
+    "sign": "(({ct})(({0} > 0) - ({0} < 0)))",
+    "signbit": "pypto_rt::signbit_({0})",
+    "isnan": "pypto_rt::isnan_({0})",
+    "isfinite": "pypto_rt::isfinite_({0})",
+    "lrelu": "({0} > 0 ? {0} : {0} * {1})",
+    "prelu": "({0} > 0 ? {0} : {1} * {0})",
     "relu": "pypto_rt::maximum<{ct}>({0}, ({ct})0)",
-    "abs": _fi("pypto_rt::fabs_({0})", "({0} < 0 ? -{0} : {0})"),
+    "abs": _fi("pypto_rt::fabs_({0})", "({0} < 0 ? -{0} : {0})", "{0}"),
     "neg": "(-{0})",
     "round": _fi("pypto_rt::rint_({0})", "{0}"),
     "trunc": _fi("pypto_rt::trunc_({0})", "{0}"),
@@ -64,7 +104,8 @@ EW = {
 def ew_expr(fn: str, args: list, ct_dtype) -> str:
     t = EW[fn]
     if isinstance(t, dict):
-        t = t["f"] if ct_dtype is not None and DT(ct_dtype).is_float else t["i"]
+        t = (t["f"] if ct_dtype is not None and DT(ct_dtype).is_float
+             else t["u"] if ct_dtype is not None and DT(ct_dtype) == DT.DT_UINT64 else t["i"])
     ct = ctype(ct_dtype) if ct_dtype is not None else "auto"
     return t.format(*args, ct=ct)
 
@@ -74,6 +115,7 @@ REDUCE_INIT = {
     ("prod", "f"): "({ct})1", ("prod", "i"): "({ct})1",
     ("amax", "f"): "(-({ct})__builtin_inf())", ("amax", "i"): "(-INT64_C(9223372036854775807) - 1)",
     ("amin", "f"): "(({ct})__builtin_inf())", ("amin", "i"): "INT64_C(9223372036854775807)",
+    ("sum", "u"): "({ct})0", ("prod", "u"): "({ct})1", ("amax", "u"): "({ct})0", ("amin", "u"): "(~({ct})0)",
 }
 REDUCE_STEP = {
     "sum": "{acc} + {v}",

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from ..codegen import generate
 from ..ir import trace
 from ..vocab.options import CompileStage
+from ..vocab.speckey import spec_key
 from .toolchain import compile_source
 
 
@@ -24,6 +25,7 @@ class BuildResult:
     cached: bool
     key: str = ""
     seconds: dict | None = None  # {stage: seconds}: trace, codegen, compile (or load) — for the build log
+    spec_key: str = ""      # the key the library carries (pypto_spec_key: vocab/speckey.py)
 
 
 def build(prepared, request) -> BuildResult:
@@ -32,13 +34,14 @@ def build(prepared, request) -> BuildResult:
     kernel_ir = trace(prepared, request)
     ir_text = str(kernel_ir)
     t1 = time.perf_counter()
-    source = generate(kernel_ir)  # debug dumps: JITKernel._dump (one file pair per specialization)
+    key_text = spec_key(request)
+    source = generate(kernel_ir, spec_key=key_text)  # debug dumps: JITKernel._dump (one file pair per specialization)
     t2 = time.perf_counter()
     lib, src_path, seconds, cached, key = compile_source(source, request.options, request.kernel_name)
     split = {"trace": t1 - t0, "codegen": t2 - t1, "load" if cached else "g++": time.perf_counter() - t2}
     return BuildResult(library=lib, source_path=src_path, source=source, ir_text=ir_text,
                        written=tuple(kernel_ir.written), compile_seconds=seconds, cached=cached, key=key,
-                       seconds=split)
+                       seconds=split, spec_key=key_text)
 
 
 
@@ -62,7 +65,7 @@ def build_until(prepared, request, stage) -> StageResult:
     kernel_ir = trace(prepared, request)
     res = StageResult(stage.name, str(kernel_ir), written=tuple(kernel_ir.written))
     if stage >= CompileStage.CODEGEN_INSTRUCTION:
-        res.source = generate(kernel_ir)
+        res.source = generate(kernel_ir, spec_key=spec_key(request))
     if stage >= CompileStage.CODEGEN_BINARY:
         res.library = compile_source(res.source, request.options, request.kernel_name)[0]
     return res

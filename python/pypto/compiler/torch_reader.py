@@ -55,7 +55,10 @@ def _probes(torch):
             torch.arange(7, dtype=torch.int64)[2:], torch.zeros(3, dtype=torch.bool),
             torch.zeros(2, 2, dtype=torch.int8), torch.zeros(2, dtype=torch.uint8),
             torch.nn.Parameter(torch.ones(3, 2)), torch.ones(3, requires_grad=True), base[1:2], base[:, 2:3],
-            torch.ones(1, 4).expand(3, 4)]
+            torch.ones(1, 4).expand(3, 4)] + [
+                torch.zeros(2, 3, dtype=getattr(torch, n)) for n in
+                ("uint16", "uint32", "uint64", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "float4_e2m1fn_x2")
+                if isinstance(getattr(torch, n, None), torch.dtype)]
 
 
 def _entry(torch):

@@ -20,7 +20,6 @@ installs `export` on the frontend's kernels. Never bench.
 """
 from __future__ import annotations
 
-import enum
 import hashlib
 import json
 import os
@@ -39,9 +38,10 @@ from ..compiler import toolchain
 from ..frontend.jit import JITKernel
 from ..logger import progress
 from ..vocab.annotations import DYNAMIC, DynamicDim, Tensor
-from ..vocab.dtypes import DataType
+from ..vocab.dtypes import to_torch
 from ..vocab.options import RunMode
-from ..vocab.params import DynDim
+from ..vocab.speckey import UnrecordableValue, tensors_json
+from ..vocab.speckey import encode_value as _encode_value
 
 FORMAT = "pypto-bundle"
 FORMAT_VERSION = 1
@@ -54,36 +54,11 @@ class ExportError(Exception):
 
 # ---- values --------------------------------------------------------------------------------------------------
 def encode_value(v: Any, where: str) -> dict:
-    """A constant's value, typed and exact (the C++ runtime matches call arguments against it)."""
-    if v is None:
-        return {"type": "none"}
-    if isinstance(v, bool):
-        return {"type": "bool", "value": v}
-    if isinstance(v, enum.Enum):
-        value = v.value
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ExportError(f"{where}: enum member {v!r} has a non-integer value; it cannot be exported")
-        return {"type": "enum", "name": f"{type(v).__name__}.{v.name}", "value": int(value)}
-    if isinstance(v, int):
-        if type(v) is not int:
-            raise ExportError(f"{where}: constant {v!r} is of int subclass {type(v).__name__}, which the C++ "
-                              f"runtime cannot tell from int; pass a plain int")
-        if not -(1 << 63) <= v < (1 << 63):
-            raise ExportError(f"{where}: integer constant {v} does not fit in 64 bits")
-        return {"type": "int", "value": v}
-    if isinstance(v, float):
-        if type(v) is not float:
-            raise ExportError(f"{where}: constant {v!r} is of float subclass {type(v).__name__}; pass a plain float")
-        bits = struct.unpack("<Q", struct.pack("<d", v))[0]
-        return {"type": "float", "bits": f"0x{bits:016x}", "repr": repr(v)}
-    if isinstance(v, str):
-        if type(v) is not str:
-            raise ExportError(f"{where}: constant {v!r} is of str subclass {type(v).__name__}; pass a plain str")
-        return {"type": "str", "value": v}
-    if type(v) in (tuple, list):
-        return {"type": "tuple" if type(v) is tuple else "list", "items": [encode_value(x, where) for x in v]}
-    raise ExportError(f"{where}: constant {v!r} of type {type(v).__name__} cannot be recorded in a bundle "
-                      f"(exportable: None, bool, int, float, str, enums, tuples/lists of those)")
+    """A constant's value, typed and exact (vocab/speckey.py); ExportError when it has no encoding."""
+    try:
+        return _encode_value(v, where)
+    except UnrecordableValue as e:
+        raise ExportError(str(e)) from None
 
 
 # ---- kernels and examples ------------------------------------------------------------------------------------
@@ -116,17 +91,15 @@ def _materialize(a, param, kernel_name: str):
     try:
         import torch
 
-        tdt = {DataType.DT_BOOL: torch.bool, DataType.DT_INT8: torch.int8, DataType.DT_INT16: torch.int16,
-               DataType.DT_INT32: torch.int32, DataType.DT_INT64: torch.int64, DataType.DT_UINT8: torch.uint8,
-               DataType.DT_FP16: torch.float16, DataType.DT_BF16: torch.bfloat16, DataType.DT_FP32: torch.float32,
-               DataType.DT_FP64: torch.float64}[a.dtype]
-        return torch.zeros(shape, dtype=tdt)
+        return torch.zeros(shape, dtype=to_torch(a.dtype))
     except ImportError:
         import numpy as np
 
-        if a.dtype.short == "bfloat16":
-            raise ExportError(f"{where}: a bfloat16 example spec needs torch") from None
-        return np.zeros(shape, dtype=np.dtype(a.dtype.short))
+        try:
+            return np.zeros(shape, dtype=np.dtype(a.dtype.short))
+        except TypeError:
+            raise ExportError(f"{where}: a {a.dtype.short} example spec needs torch (numpy has no such "
+                              f"dtype)") from None
 
 
 def _split_example(ex) -> tuple[tuple, dict]:
@@ -159,19 +132,12 @@ def _params_json(front, table: dict) -> list:
     return out
 
 
-def _tensors_json(request) -> list:
-    out = []
-    for t in request.tensors:
-        shape = [(None if d.name is None else d.name) if isinstance(d, DynDim) else int(d) for d in t.dims]
-        out.append({"param": t.param, "dtype": _core.DTYPE_NAMES[int(t.dtype)], "shape": shape})
-    return out
-
-
 def _same_guards(a: dict, b: dict) -> bool:
+    """Whether a specialization's guard values (SeenValue, frontend/guards.py) are the current ones `b`."""
     if a.keys() != b.keys():
         return False
     for k in a:
-        x, y = a[k], b[k]
+        x, y = a[k].get(), b[k]
         if x is not y:
             try:
                 if not (type(x) is type(y) and x == y):
@@ -239,7 +205,7 @@ def _kernel_entry(front, native, examples, libdir: Path, used_libs: set) -> dict
         for t in result.written:
             written |= 1 << int(t)
         specs.append({"tensor_key": list(words[:n_tensor_words]), "constants": constants,
-                      "written_mask": written, "tensors": _tensors_json(request),
+                      "written_mask": written, "tensors": tensors_json(request),
                       "library": f"lib/{fname}", "sha256": sha})
     opts = front.options
     table = front.param_table()

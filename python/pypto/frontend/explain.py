@@ -76,7 +76,7 @@ def explain(front, native, args, kwargs) -> str:
         elif d.startswith("guarded"):
             changed = [f"{owner}.{gname}" for g in front.guards
                        for (owner, gname), old in (info["guards"].items() if info else ())
-                       if (owner, gname) == (g.owner, g.name) and g.current() is not old]
+                       if (owner, gname) == (g.owner, g.name) and g.current() is not old.get()]
             details.append(f"{d}: changed {', '.join(changed) or '(a guarded value)'}")
         elif d.startswith("dim ") or d.startswith("dtype/rank"):
             pname = d.split("'")[1]

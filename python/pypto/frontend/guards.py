@@ -13,6 +13,7 @@ import dis
 import inspect
 import textwrap
 import types
+import weakref
 from dataclasses import dataclass
 
 
@@ -42,6 +43,37 @@ class _Absent:
 
 
 _ABSENT = _Absent()
+_DEAD = object()  # what a SeenValue gives back once its object died
+
+
+class SeenValue:
+    """A guard value as one specialization saw it (for explain and export), without keeping it alive: held weakly
+    when its type allows, else strongly (the native core then bounds how many such specializations a kernel keeps,
+    see docs/security.md), so that rebinding a big global many times does not keep every old value."""
+
+    __slots__ = ("_ref", "_value")
+
+    def __init__(self, value):
+        try:
+            self._ref, self._value = weakref.ref(value), None
+        except TypeError:
+            self._ref, self._value = None, value
+
+    def get(self):
+        """The value, or `_DEAD` when it was weakly held and has died (no live value can be it)."""
+        if self._ref is None:
+            return self._value
+        v = self._ref()
+        return _DEAD if v is None else v
+
+    def __repr__(self):
+        v = self.get()
+        return "<a value that no longer exists>" if v is _DEAD else repr(v)
+
+
+def seen_values(guards: list[GuardSpec]) -> dict:
+    """{(owner, name): SeenValue} for the values the guards are bound to now."""
+    return {(g.owner, g.name): SeenValue(g.current()) for g in guards}
 
 
 def function_ast(fn) -> ast.FunctionDef | None:

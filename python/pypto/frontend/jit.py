@@ -28,7 +28,7 @@ from ..vocab.annotations import DYNAMIC, STATIC, DynamicDim
 from ..vocab.dtypes import DataType
 from .buildlog import log_build
 from .explain import explain as explain_call
-from .guards import collect_guards, function_ast
+from .guards import collect_guards, function_ast, seen_values
 from .rewrite import prepare
 from .verified import VerifiedKernel
 from ..vocab.params import (CONSTEXPR, SCALAR, TENSOR, DynDim, ScalarArg, SpecializationRequest, TensorArg,
@@ -148,8 +148,8 @@ class JITKernel:
                 raise job.error
             if job.result is None:
                 return None
-            library, written, _seconds, info = job.result
-            return (library, written, 0.0, info)  # the owner accounted for the build time
+            library, written, _seconds, info, key_text = job.result
+            return (library, written, 0.0, info, key_text)  # the owner accounted for the build time
         try:
             job.result = self._build(args, meta)
             return job.result
@@ -192,8 +192,9 @@ class JITKernel:
         for i in result.written:
             written |= 1 << i
         info = {"request": request, "result": result,
-                "guards": {(g.owner, g.name): g.current() for g in self.guards}}
-        return (loaded, written, float(seconds), info)
+                "guards": seen_values(self.guards)}  # never keeps a value alive that the core let go
+        # the core checks that the library it loads carries this key (pypto_spec_key, vocab/speckey.py)
+        return (loaded, written, float(seconds), info, result.spec_key)
 
     @staticmethod
     def _load(result):

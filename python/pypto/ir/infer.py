@@ -3,7 +3,8 @@
 dtype rules (torch's type promotion, which the tests compare against):
   * tensor (+) tensor: same dtype -> that dtype; float (+) float -> the wider one, with fp16 (+) bf16 -> fp32;
     int (+) float -> the float dtype; int (+) int -> the wider signed type (uint8 (+) int8 -> int16);
-    bool (+) x -> x.
+    bool (+) x -> x. uint16/32/64 (+) float -> the float; uint16/32/64 (+) any other dtype is refused, as torch
+    refuses it (`unsigned_mix` names the pair).
   * tensor (+) Python scalar: the tensor's dtype, except int/bool tensor (+) float scalar -> fp32 and
     bool tensor (+) int scalar -> int64. Symbolic ints behave as Python ints, symbolic floats as floats.
 Shape rule: numpy broadcasting, right-aligned. A symbolic dim only broadcasts against 1 or an equal (same
@@ -16,6 +17,14 @@ from . import sym as S
 
 _FLOAT_RANK = {DT.DT_FP16: 1, DT.DT_BF16: 1, DT.DT_FP32: 2, DT.DT_FP64: 3}
 _INT_RANK = {DT.DT_BOOL: 0, DT.DT_UINT8: 1, DT.DT_INT8: 1, DT.DT_INT16: 2, DT.DT_INT32: 3, DT.DT_INT64: 4}
+
+
+_WIDE_UNSIGNED = (DT.DT_UINT16, DT.DT_UINT32, DT.DT_UINT64)
+
+
+def unsigned_mix(a: DT, b: DT) -> bool:
+    """torch has no promotion between uint16/32/64 and another integer or bool dtype."""
+    return a != b and (a in _WIDE_UNSIGNED or b in _WIDE_UNSIGNED) and not (a.is_float or b.is_float)
 
 
 def promote(a: DT, b: DT) -> DT:
@@ -80,9 +89,12 @@ def round_scalar(x, dt: DT):
 
 
 def compute_dtype(dt: DT) -> DT:
-    """The type arithmetic is done in: float for fp16/bf16/fp32 (rounded back per op), double for fp64,
-    int64 for integers (results wrap to the result type), bool for bool."""
-    if dt in (DT.DT_FP16, DT.DT_BF16, DT.DT_FP32):
+    """The type arithmetic is done in: float for fp16/bf16/fp32 and the FP8 types (rounded back per op), double
+    for fp64, uint64 for uint16/32/64 and int64 for the other integers (results wrap to the result type), bool
+    for bool."""
+    if dt in _WIDE_UNSIGNED:
+        return DT.DT_UINT64
+    if dt in (DT.DT_FP16, DT.DT_BF16, DT.DT_FP32) or dt.storage_only:
         return DT.DT_FP32
     if dt == DT.DT_FP64:
         return DT.DT_FP64

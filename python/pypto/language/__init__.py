@@ -8,16 +8,24 @@ the op, what was expected and what it got. Tensors inside a kernel also support 
 Layer 3 of the package: may import errors, vocab and ir (it installs the tensor operators on the IR's Value,
 `tensor_methods.py`); never codegen, compiler, verify, frontend, export or bench.
 """
-from . import control, elementwise, indexing, reduce, shape_ops, tensor_methods
+from . import activations, control, elementwise, indexing, reduce, shape_ops, struct_ops, tensor_methods
+from .activations import prelu
 from .control import (ceildiv, cond, get_cube_tile_shapes, get_vec_tile_shapes, is_loop_begin, is_loop_end, loop,
                       loop_unroll, max, min, set_cube_tile_shapes, set_vec_tile_shapes)
 from .elementwise import (abs, add, cast, ceil, clamp, clip, clone, div, eq, erfc, exp, floor, floor_divide, ge, gt,
                           le, log, logical_not, lt, maximum, minimum, mul, ne, neg, pow, relu, remainder, round, trunc,
                           rsqrt, sigmoid, sqrt, sub, tanh, where)
-from .indexing import gather, scatter, scatter_update, topk
-from .reduce import amax, amin, cumsum, matmul, mean, prod, rms_norm, softmax, sum
+from .indexing import (gather, index_add, index_add_, index_add__ub, index_add_ub, index_put_, index_select, scatter,
+                       scatter_, scatter_update, topk)
+from .reduce import amax, amin, cumprod, cumsum, matmul, mean, prod, rms_norm, softmax, sum
+from .elementwise import (acos, acosh, asin, asinh, atan, atan2, atanh, bitwise_and, bitwise_left_shift, bitwise_not,
+                          bitwise_or, bitwise_right_shift, bitwise_xor, cbrt, cos, cosh, erf, exp2, expm1,
+                          floor_div, fmod, gcd, hypot, isfinite, isnan, log1p, log2, log10, logical_and, lrelu,
+                          reciprocal, sign, signbit, sin, sinh, tan)
 from .shape_ops import (arange, one_hot, assemble, concat, expand_clone, full, permute, reshape, squeeze, tensor, transpose,
-                        unsqueeze, view, zeros)
+                        unsqueeze, view, zeros, ones)
+from .struct_ops import (argmax, argmin, argsort, atomic_add, axpy_, deinterleave, fillpad, gathermask, interleave,
+                         pad, tril, triu, var)
 
 __all__ = [
     # control flow and tiling
@@ -27,6 +35,10 @@ __all__ = [
     "add", "sub", "mul", "div", "floor_divide", "remainder", "pow", "maximum", "minimum", "exp", "log", "sqrt",
     "rsqrt", "tanh", "sigmoid", "erfc", "relu", "abs", "neg", "round", "trunc", "floor", "ceil", "logical_not", "clip",
     "clamp", "cast", "eq", "ne", "lt", "le", "gt", "ge", "where", "clone",
+    "floor_div", "erf", "exp2", "expm1", "log2", "log10", "log1p", "cbrt", "reciprocal", "sin", "cos", "tan",
+    "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "atan2", "hypot", "fmod", "sign", "signbit",
+    "isnan", "isfinite", "gcd", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift",
+    "bitwise_right_shift", "logical_and", "lrelu", "prelu",
     # reductions, matmul
     "sum", "amax", "amin", "prod", "mean", "softmax", "rms_norm", "cumsum", "matmul",
     # views, writes, shapes, local tensors
@@ -34,6 +46,10 @@ __all__ = [
     "tensor", "zeros", "concat", "arange", "one_hot",
     # data-dependent indexing
     "gather", "scatter", "scatter_update", "topk",
+    # structural / index ops of the reference (struct_ops.py, indexing.py)
+    "argmax", "argmin", "argsort", "cumprod", "tril", "triu", "var", "ones", "pad", "fillpad", "gathermask",
+    "interleave", "deinterleave", "axpy_", "atomic_add", "index_select", "index_add", "index_add_", "index_add_ub",
+    "index_add__ub", "index_put_", "scatter_",
 ]
 
 tensor_methods.install()  # kernel tensors get their operators and methods

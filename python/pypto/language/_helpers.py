@@ -4,7 +4,7 @@ from __future__ import annotations
 from ..vocab.dtypes import DataType, from_any
 from ..ir import sym as S
 from ..ir.builder import current
-from ..ir.infer import broadcast_shapes, compute_dtype, fmt_shape, promote, promote_scalar
+from ..ir.infer import broadcast_shapes, compute_dtype, fmt_shape, promote, promote_scalar, unsigned_mix
 from ..ir.nodes import Value
 
 DT = DataType
@@ -85,6 +85,10 @@ def result_dtype(args, op: str) -> DataType:
         raise current(op).error(op, "at least one operand must be a tensor")
     dt = tensors[0].dtype
     for t in tensors[1:]:
+        if unsigned_mix(dt, t.dtype):
+            raise current(op).error(op, f"operands of dtypes {dt.short} and {t.dtype.short} cannot be combined: "
+                                        f"uint16/uint32/uint64 promote only with themselves and float dtypes (as "
+                                        f"in torch); cast one operand first")
         dt = promote(dt, t.dtype)
     for a in args:
         if not isinstance(a, Value):
@@ -112,15 +116,26 @@ def broadcast(args, op: str):
     return shape, cap
 
 
+def check_computable(op: str, *dtypes):
+    """Refuse arithmetic on the storage-only dtypes (FP8, packed FP4): they are moved and cast, not computed on."""
+    for dt in dtypes:
+        if dt is not None and DataType(dt).storage_only:
+            raise current(op).error(op, f"not supported for dtype {dt.short} ({dt!r}): pypto computes on FP8/FP4 "
+                                        f"tensors only through pypto.cast (and copies, views, assemble); cast it "
+                                        f"to DT_FP32, DT_FP16 or DT_BF16 first")
+
+
 def elementwise(fn: str, args, out_dtype: DataType, cts, op: str) -> Value:
     """Emit `out = fn(args)` elementwise with broadcasting. `cts`: per-argument compute dtype (None = load the
     stored value unconverted, used by cast)."""
     b = current(op)
+    if fn != "cast":
+        check_computable(op, out_dtype, *(a.dtype for a in args if isinstance(a, Value)))
     shape, cap = broadcast(args, op)
     out = b.new_temp(out_dtype, shape, cap)
     return b.op("ew", out, args, fn=fn, cts=tuple(cts), tile=b.vec_tile)
 
 
-__all__ = ["DT", "Value", "S", "current", "check_tensor", "check_operand", "check_dtype",
+__all__ = ["DT", "Value", "S", "current", "check_tensor", "check_operand", "check_dtype", "check_computable",
            "check_int_like", "check_int_list", "result_dtype", "broadcast", "elementwise", "compute_dtype",
            "fmt_shape"]

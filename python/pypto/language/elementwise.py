@@ -8,6 +8,7 @@ codegen/templates.py (EW) under the op's template name. Rules: docs/language.md.
 from __future__ import annotations
 
 import builtins
+import math
 
 from ..ir.infer import KEEPS_SCALAR, round_scalar
 from ._helpers import (DT, S, Value, check_dtype, check_operand, check_tensor, compute_dtype, current,
@@ -20,7 +21,20 @@ def _torch_scalars(fn: str, args, dt):
             for i, x in enumerate(args)]
 
 
-def _binary(fn: str, a, b, op: str, out_dtype=None, float_only=False):
+def _check_precision(precision_type, op: str):
+    """The reference's precision_type (PrecisionType.INTRINSIC / HIGH_PRECISION) chooses between hardware
+    instruction sequences; the simulator computes every op as documented whichever is chosen, so both give the
+    same result here. Accepted by name: an enum member (or a str) named INTRINSIC or HIGH_PRECISION, or None."""
+    if precision_type is None:
+        return
+    name = precision_type if isinstance(precision_type, str) else getattr(precision_type, "name", None)
+    if name not in ("INTRINSIC", "HIGH_PRECISION"):
+        raise current(op).error(op, f"precision_type must be pypto.PrecisionType.INTRINSIC or HIGH_PRECISION, "
+                                    f"got {precision_type!r}")
+
+
+def _binary(fn: str, a, b, op: str, out_dtype=None, float_only=False, precision_type=None):
+    _check_precision(precision_type, op)
     a = check_operand(a, op, "first operand")
     b = check_operand(b, op, "second operand")
     dt = result_dtype([a, b], op)
@@ -42,7 +56,10 @@ def _named(fn, name: str, doc: str):
     return fn
 
 
-def _def_binary(name: str, fn: str, doc: str, float_only=False):
+def _def_binary(name: str, fn: str, doc: str, float_only=False, precision=False):
+    if precision:   # the reference's optional precision_type argument (no effect here: _check_precision)
+        return _named(lambda a, b, precision_type=None: _binary(fn, a, b, name, float_only=float_only,
+                                                                precision_type=precision_type), name, doc)
     return _named(lambda a, b: _binary(fn, a, b, name, float_only=float_only), name, doc)
 
 
@@ -51,18 +68,21 @@ add = _def_binary("add", "add", "a + b with broadcasting (a, b: tensors or scala
 sub = _def_binary("sub", "sub", "a - b with broadcasting.")
 mul = _def_binary("mul", "mul", "a * b with broadcasting.")
 div = _def_binary("div", "div", "True division a / b. Integer (or bool) operands give an FP32 result, as torch.div "
-                                "does.", float_only=True)
+                                "does.", float_only=True, precision=True)
 floor_divide = _def_binary("floor_divide", "floordiv", "a // b (torch.floor_divide, bit for bit for floats). "
                                                        "Integer division by zero yields 0.")
+floor_div = _def_binary("floor_div", "floordiv", "The reference's name of floor_divide: a // b, floored (torch."
+                                                 "floor_divide). Integer division by zero yields 0.")
 remainder = _def_binary("remainder", "mod", "a % b with the sign of the divisor (Python / torch.remainder). "
-                                            "Integer x % 0 yields 0.")
+                                            "Integer x % 0 yields 0.", precision=True)
 pow = _def_binary("pow", "pow", "a ** b. Integer ** integer stays integer (a negative exponent gives 0 except for "
                                 "|a| == 1).")
 maximum = _def_binary("maximum", "maximum", "Elementwise maximum; NaN propagates (torch.maximum).")
 minimum = _def_binary("minimum", "minimum", "Elementwise minimum; NaN propagates (torch.minimum).")
 
 
-def _unary(fn: str, x, op: str, float_only=False, keep_int=False):
+def _unary(fn: str, x, op: str, float_only=False, keep_int=False, precision_type=None):
+    _check_precision(precision_type, op)
     x = check_tensor(x, op)
     dt = x.dtype
     if float_only and not dt.is_float:
@@ -73,14 +93,17 @@ def _unary(fn: str, x, op: str, float_only=False, keep_int=False):
     return elementwise(fn, [x], dt, (ct,), op)
 
 
-def _def_unary(name: str, doc: str, float_only=False, keep_int=False):
+def _def_unary(name: str, doc: str, float_only=False, keep_int=False, precision=False):
+    if precision:   # the reference's optional precision_type argument (no effect here: _check_precision)
+        return _named(lambda x, precision_type=None: _unary(name, x, name, float_only=float_only, keep_int=keep_int,
+                                                            precision_type=precision_type), name, doc)
     return _named(lambda x: _unary(name, x, name, float_only=float_only, keep_int=keep_int), name, doc)
 
 
-exp = _def_unary("exp", "e ** x. Integer inputs give FP32 (torch.exp).", float_only=True)
-log = _def_unary("log", "Natural logarithm. Integer inputs give FP32.", float_only=True)
-sqrt = _def_unary("sqrt", "Square root (correctly rounded). Integer inputs give FP32.", float_only=True)
-rsqrt = _def_unary("rsqrt", "1 / sqrt(x). Integer inputs give FP32.", float_only=True)
+exp = _def_unary("exp", "e ** x. Integer inputs give FP32 (torch.exp).", float_only=True, precision=True)
+log = _def_unary("log", "Natural logarithm. Integer inputs give FP32.", float_only=True, precision=True)
+sqrt = _def_unary("sqrt", "Square root (correctly rounded). Integer inputs give FP32.", float_only=True, precision=True)
+rsqrt = _def_unary("rsqrt", "1 / sqrt(x). Integer inputs give FP32.", float_only=True, precision=True)
 tanh = _def_unary("tanh", "Hyperbolic tangent. Integer inputs give FP32.", float_only=True)
 sigmoid = _def_unary("sigmoid", "1 / (1 + exp(-x)). Integer inputs give FP32.", float_only=True)
 erfc = _def_unary("erfc", "Complementary error function 1 - erf(x), accurate for large x (torch.erfc). Integer "
@@ -106,6 +129,171 @@ def round(x, decimals=0):
     y = cast(x, DT.DT_FP32) if narrow else x
     y = div(_round0(mul(y, p)), p) if decimals > 0 else mul(_round0(div(y, p)), p)
     return cast(y, x.dtype) if narrow else y
+
+
+# Math functions of the reference (torch's names and results): float dtypes are kept (fp16/bf16 computed in
+# float32 and rounded once), integer and bool inputs give FP32 as in torch. The C++ is the C library's function
+# (include/pypto/kernel_rt.h), within an ulp or two of torch's own (docs/language.md).
+erf = _def_unary("erf", "Error function (torch.erf). Integer inputs give FP32.", float_only=True)
+exp2 = _def_unary("exp2", "2 ** x (torch.exp2). Integer inputs give FP32.", float_only=True)
+expm1 = _def_unary("expm1", "e ** x - 1, accurate near 0 (torch.expm1). Integer inputs give FP32.", float_only=True)
+log1p = _def_unary("log1p", "log(1 + x), accurate near 0 (torch.log1p). Integer inputs give FP32.", float_only=True)
+cbrt = _def_unary("cbrt", "Cube root (negative for negative x). Integer inputs give FP32.", float_only=True)
+sin = _def_unary("sin", "Sine. Integer inputs give FP32.", float_only=True)
+cos = _def_unary("cos", "Cosine. Integer inputs give FP32.", float_only=True)
+tan = _def_unary("tan", "Tangent. Integer inputs give FP32.", float_only=True)
+asin = _def_unary("asin", "Arcsine (NaN for |x| > 1). Integer inputs give FP32.", float_only=True)
+acos = _def_unary("acos", "Arccosine (NaN for |x| > 1). Integer inputs give FP32.", float_only=True)
+atan = _def_unary("atan", "Arctangent. Integer inputs give FP32.", float_only=True)
+sinh = _def_unary("sinh", "Hyperbolic sine. Integer inputs give FP32.", float_only=True)
+cosh = _def_unary("cosh", "Hyperbolic cosine. Integer inputs give FP32.", float_only=True)
+asinh = _def_unary("asinh", "Inverse hyperbolic sine. Integer inputs give FP32.", float_only=True)
+acosh = _def_unary("acosh", "Inverse hyperbolic cosine (NaN for x < 1). Integer inputs give FP32.", float_only=True)
+atanh = _def_unary("atanh", "Inverse hyperbolic tangent (+-inf at +-1, NaN beyond). Integer inputs give FP32.",
+                   float_only=True)
+
+log2 = _def_unary("log2", "Base-2 logarithm (NaN below 0, -inf at 0). Integer inputs give FP32.", float_only=True,
+                  precision=True)
+log10 = _def_unary("log10", "Base-10 logarithm. Integer inputs give FP32.", float_only=True, precision=True)
+reciprocal = _def_unary("reciprocal", "1 / x, correctly rounded (torch.reciprocal). Integer inputs give FP32.",
+                        float_only=True, precision=True)
+
+
+def sign(input):
+    """-1, 0 or 1 in the input's dtype (torch.sign: NaN and -0.0 give 0). Not for bool."""
+    return _unary("sign", input, "sign", keep_int=True)
+
+
+def _predicate(fn: str, x, op: str):
+    x = check_tensor(x, op, "input")
+    if x.dtype == DT.DT_BOOL:
+        raise current(op).error(op, "input must be a float or integer tensor, got a bool tensor")
+    return elementwise(fn, [x], DT.DT_BOOL, (compute_dtype(x.dtype),), op)
+
+
+def signbit(input):
+    """Bool mask: the sign bit is set (negative numbers, -0.0, -inf and a NaN with the sign bit, as
+    torch.signbit). Integer inputs: x < 0."""
+    return _predicate("signbit", input, "signbit")
+
+
+def isnan(input):
+    """Bool mask of NaN elements (torch.isnan; integers: all False)."""
+    return _predicate("isnan", input, "isnan")
+
+
+def isfinite(input):
+    """Bool mask of finite elements (not inf, -inf or NaN; integers: all True), as torch.isfinite."""
+    return _predicate("isfinite", input, "isfinite")
+
+
+def atan2(y, x):
+    """Elementwise arctangent of y / x in the quadrant of (x, y), with broadcasting (torch.atan2). Integer
+    operands give FP32."""
+    return _binary("atan2", y, x, "atan2", float_only=True)
+
+
+def hypot(input, other):
+    """sqrt(input ** 2 + other ** 2) without intermediate overflow, with broadcasting (torch.hypot; fp16/bf16
+    computed in float32). Integer operands give FP32 (torch.hypot refuses them)."""
+    return _binary("hypot", input, other, "hypot", float_only=True)
+
+
+def fmod(input, other, precision_type=None):
+    """C-style remainder: input - trunc(input / other) * other, the sign of the dividend (torch.fmod), with
+    broadcasting; `other` a tensor or a number. Integers: x fmod 0 is 0 here (torch raises). `precision_type`
+    is accepted (no effect)."""
+    return _binary("fmod", input, other, "fmod", precision_type=precision_type)
+
+
+_INT_NAMES = "int8, int16, int32, int64, uint8"
+
+
+def _integer_binary(fn: str, a, b, op: str, names=("input", "other"), allow_bool=False):
+    """A binary op on integers (and bool where torch allows it); floats are refused naming the operand."""
+    a = check_operand(a, op, names[0])
+    b = check_operand(b, op, names[1])
+    for v, what in ((a, names[0]), (b, names[1])):
+        bad = (v.dtype.is_float or (v.dtype == DT.DT_BOOL and not allow_bool)) if isinstance(v, Value) else \
+            (isinstance(v, float) or (isinstance(v, S.Sym) and S.kind_of(v) == S.FLOAT))
+        if bad:
+            got = f"a {v.dtype.short} tensor" if isinstance(v, Value) else f"{v!r}"
+            allowed = _INT_NAMES + (", bool" if allow_bool else "")
+            raise current(op).error(op, f"{what} must be an integer tensor or int ({allowed}), got {got}")
+    dt = result_dtype([a, b], op)
+    ct = compute_dtype(dt)
+    return elementwise(fn, [a, b], dt, (ct, ct), op)
+
+
+def gcd(input, other):
+    """Greatest common divisor of |input| and |other|, with broadcasting (torch.gcd); `other` a tensor or an
+    int. Integer dtypes only."""
+    return _integer_binary("gcd", input, other, "gcd")
+
+
+def bitwise_and(input, other):
+    """input & other, with broadcasting; integer or bool tensors, `other` may be an int (torch.bitwise_and)."""
+    return _integer_binary("bitwise_and", input, other, "bitwise_and", allow_bool=True)
+
+
+def bitwise_or(input, other):
+    """input | other, with broadcasting; integer or bool tensors (torch.bitwise_or)."""
+    return _integer_binary("bitwise_or", input, other, "bitwise_or", allow_bool=True)
+
+
+def bitwise_xor(input, other):
+    """input ^ other, with broadcasting; integer or bool tensors (torch.bitwise_xor)."""
+    return _integer_binary("bitwise_xor", input, other, "bitwise_xor", allow_bool=True)
+
+
+def bitwise_left_shift(input, other):
+    """input << other in the result dtype's width (torch.bitwise_left_shift: a count >= the width or negative
+    gives 0). Either operand may be an int."""
+    return _integer_binary("shl", input, other, "bitwise_left_shift")
+
+
+def bitwise_right_shift(input, other):
+    """input >> other, arithmetic for signed dtypes (torch.bitwise_right_shift: a count >= the width or negative
+    fills with the sign bit). Either operand may be an int."""
+    return _integer_binary("shr", input, other, "bitwise_right_shift")
+
+
+def bitwise_not(input):
+    """~input: bitwise NOT of integers, logical NOT of bool (torch.bitwise_not)."""
+    op = "bitwise_not"
+    x = check_tensor(input, op, "input")
+    if x.dtype == DT.DT_BOOL:
+        return elementwise("logical_not", [x], DT.DT_BOOL, (DT.DT_BOOL,), op)
+    if x.dtype.is_float:
+        raise current(op).error(op, f"input must be an integer or bool tensor ({_INT_NAMES}, bool), got a "
+                                    f"{x.dtype.short} tensor")
+    ct = compute_dtype(x.dtype)
+    return elementwise("bitwise_not", [x], x.dtype, (ct,), op)
+
+
+def logical_and(input, other):
+    """Elementwise AND of truth values (nonzero / NaN is true), with broadcasting; the operands may have
+    different dtypes; the result is a bool tensor (torch.logical_and)."""
+    op = "logical_and"
+    a = check_tensor(input, op, "input")
+    b = check_tensor(other, op, "other")
+    return elementwise("logical_and", [a, b], DT.DT_BOOL, (DT.DT_BOOL, DT.DT_BOOL), op)
+
+
+def lrelu(input, negative_slope=0.01):
+    """Leaky ReLU: x if x > 0 else negative_slope * x (torch.nn.functional.leaky_relu; the slope is applied in
+    float32 for fp16/bf16/fp32, then rounded once). Float tensors only; the slope a finite number >= 0, as the
+    reference requires."""
+    op = "lrelu"
+    x = check_tensor(input, op, "input")
+    if not x.dtype.is_float:
+        raise current(op).error(op, f"input must be a float tensor (float16, bfloat16, float32, float64), got a "
+                                    f"{x.dtype.short} tensor")
+    s = negative_slope
+    if isinstance(s, bool) or not isinstance(s, (int, float)) or not math.isfinite(s) or s < 0:
+        raise current(op).error(op, f"negative_slope must be a finite number >= 0, got {negative_slope!r}")
+    ct = compute_dtype(x.dtype)
+    return elementwise("lrelu", [x, float(s)], x.dtype, (ct, ct), op)
 
 
 trunc = _def_unary("trunc", "Round toward zero (torch.trunc). Integers unchanged.")
@@ -139,10 +327,15 @@ clamp = clip
 
 def cast(x, dtype):
     """Convert to `dtype`. float -> int truncates toward zero (as torch does); -> bool is `x != 0`;
-    -> fp16/bf16 rounds to nearest even."""
+    -> fp16/bf16 rounds to nearest even; -> FP8 goes through float32 and rounds as torch's .to() does
+    (e4m3fn: NaN beyond 464, e5m2: inf from 61440, e8m0fnu: the exponent, ties up)."""
     op = "cast"
     x = check_tensor(x, op)
     dtype = check_dtype(dtype, op)
+    if (x.dtype == DT.DT_FP4_E2M1X2) != (dtype == DT.DT_FP4_E2M1X2):
+        raise current(op).error(op, f"casting between {x.dtype.short} and {dtype.short} is not supported yet: "
+                                    f"the packed FP4 pair (DT_FP4_E2M1X2) is passed, copied, viewed and assembled "
+                                    f"as bytes only")
     return elementwise("cast", [x], dtype, (None,), op)
 
 
@@ -187,6 +380,12 @@ def clone(x):
     return elementwise("cast", [x], x.dtype, (None,), "clone")
 
 
-__all__ = ["add", "sub", "mul", "div", "floor_divide", "remainder", "pow", "maximum", "minimum", "exp", "log",
+__all__ = ["add", "sub", "mul", "div", "floor_divide", "floor_div", "remainder", "pow", "maximum", "minimum", "exp",
+           "log",
            "sqrt", "erfc", "rsqrt", "tanh", "sigmoid", "relu", "abs", "neg", "round", "trunc", "floor", "ceil",
-           "logical_not", "clip", "clamp", "cast", "eq", "ne", "lt", "le", "gt", "ge", "where", "clone"]
+           "logical_not", "clip", "clamp", "cast", "eq", "ne", "lt", "le", "gt", "ge", "where", "clone",
+           # math functions of the reference
+           "erf", "exp2", "expm1", "log2", "log10", "log1p", "cbrt", "reciprocal", "sin", "cos", "tan", "asin",
+           "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "atan2", "hypot", "fmod", "sign", "signbit",
+           "isnan", "isfinite", "gcd", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
+           "bitwise_left_shift", "bitwise_right_shift", "logical_and", "lrelu"]

@@ -6,7 +6,8 @@ the end; integer sums keep the input dtype (wrapping), unlike torch.sum which wi
 from __future__ import annotations
 
 from ..ir.infer import norm_dim
-from ._helpers import (DT, S, Value, check_dtype, check_tensor, compute_dtype, current, fmt_shape)
+from ._helpers import (DT, S, Value, check_computable, check_dtype, check_tensor, compute_dtype, current,
+                       fmt_shape)
 from . import elementwise as E
 from .shape_ops import reshape, transpose
 
@@ -38,6 +39,7 @@ def _reduce(fn: str, t, dim, keepdim: bool, op: str, out_dtype=None) -> Value:
             shape.append(t.shape[ax])
             cap.append(t.cap[ax])
     dt = out_dtype or t.dtype
+    check_computable(op, t.dtype)
     out = b.new_temp(dt, tuple(shape), tuple(cap))
     ct = compute_dtype(t.dtype) if t.dtype != DT.DT_BOOL else DT.DT_INT64
     return b.op("reduce", out, [t], fn=fn, dims=tuple(dims), keepdim=keepdim, ct=ct, tile=b.vec_tile)
@@ -104,12 +106,23 @@ def rms_norm(t, weight=None, eps=1e-6, dim=-1):
 
 def cumsum(t, dim):
     """Inclusive prefix sum along `dim` (fp16/bf16 accumulate in float32)."""
-    op = "cumsum"
+    return _scan("sum", t, dim, "cumsum")
+
+
+def cumprod(t, dim):
+    """Inclusive prefix product along `dim` (torch.cumprod; fp16/bf16 accumulate in float32 and each output is
+    rounded once; integers keep the input dtype and wrap, unlike torch.cumprod which widens to int64)."""
+    return _scan("prod", t, dim, "cumprod")
+
+
+def _scan(fn: str, t, dim, op: str) -> Value:
     b = current(op)
     t = check_tensor(t, op)
+    if fn == "prod" and t.dtype == DT.DT_BOOL:
+        raise b.error(op, "bool tensors are not supported; cast to an integer dtype first")
     d = norm_dim(dim, len(t.shape), lambda m: b.error(op, m))
     out = b.new_temp(t.dtype, t.shape, t.cap)
-    return b.op("cumsum", out, [t], dim=d, ct=compute_dtype(t.dtype))
+    return b.op("cumsum", out, [t], dim=d, ct=compute_dtype(t.dtype), fn=fn)
 
 
 def matmul(a, b, out_dtype=None, a_trans=False, b_trans=False, extend_params=None):
@@ -175,9 +188,13 @@ def _matmul(a, b, out_dtype, a_trans, b_trans, op):
         raise bld.error(op, f"operand dtypes differ: a is {a.dtype.short}, b is {b.dtype.short}")
     if a.dtype == DT.DT_BOOL:
         raise bld.error(op, "bool operands are not supported")
-    if out_dtype is None:
-        out_dtype = DT.DT_FP32 if a.dtype in (DT.DT_FP16, DT.DT_BF16) else a.dtype
+    if a.dtype == DT.DT_FP4_E2M1X2:
+        raise bld.error(op, f"not supported for dtype {a.dtype.short} ({a.dtype!r}) yet (the reference multiplies "
+                            f"packed FP4 only in scaled_mm)")
+    if out_dtype is None:  # FP8 operands (the reference's fp8 matmul) are read as float, like fp16/bf16
+        out_dtype = DT.DT_FP32 if a.dtype in (DT.DT_FP16, DT.DT_BF16) or a.dtype.storage_only else a.dtype
     out_dtype = check_dtype(out_dtype, op)
+    check_computable(op, out_dtype)
     for name, x in (("a", a), ("b", b)):
         if len(x.shape) not in (2, 3):
             raise bld.error(op, f"{name} must be rank 2 or 3, got shape {fmt_shape(x.shape)}")
@@ -206,4 +223,4 @@ def _matmul(a, b, out_dtype, a_trans, b_trans, op):
     return bld.op("matmul", out, [a, b], ct=ct, tile=bld.cube_tile)
 
 
-__all__ = ["sum", "amax", "amin", "prod", "mean", "softmax", "rms_norm", "cumsum", "matmul"]
+__all__ = ["sum", "amax", "amin", "prod", "mean", "softmax", "rms_norm", "cumsum", "cumprod", "matmul"]

@@ -456,9 +456,29 @@ class _TensorFactory:
 tensor = _TensorFactory()
 
 
-def zeros(shape, dtype):
-    """full(shape, 0, dtype)."""
-    return _local(shape, dtype, 0, "zeros")
+def _sizes_and_dtype(size, dtype, op: str):
+    """The reference's `*size, dtype=None` convention (zeros / ones): ints, or one list/tuple of ints (possibly
+    symbolic); dtype defaults to DT_FP32. A dtype given positionally after the sizes is taken as the dtype
+    (`zeros(shape, dtype)`, this package's earlier signature)."""
+    if size and isinstance(size[-1], DT) and dtype is None:
+        size, dtype = size[:-1], size[-1]
+    if len(size) == 1 and isinstance(size[0], (list, tuple)):
+        size = tuple(size[0])
+    return list(size), DT.DT_FP32 if dtype is None else dtype
+
+
+def zeros(*size, dtype=None):
+    """A local tensor of shape `size` filled with 0, of `dtype` (default DT_FP32): pypto.zeros(2, 3),
+    pypto.zeros([2, 3], dtype=pypto.DT_INT32); zeros(shape, dtype) also works."""
+    shape, dt = _sizes_and_dtype(size, dtype, "zeros")
+    return _local(shape, dt, 0, "zeros")
+
+
+def ones(*size, dtype=None):
+    """A local tensor of shape `size` filled with 1, of `dtype` (default DT_FP32): pypto.ones(2, 3),
+    pypto.ones([2, 3], dtype=pypto.DT_INT32) (the reference's signature)."""
+    shape, dt = _sizes_and_dtype(size, dtype, "ones")
+    return _local(shape, dt, 1, "ones")
 
 
 def concat(tensors, dim=0):
@@ -503,7 +523,7 @@ def concat(tensors, dim=0):
 
 
 __all__ = ["view", "assemble", "reshape", "transpose", "permute", "unsqueeze", "squeeze", "expand_clone",
-           "full", "tensor", "zeros", "concat", "contiguous"]
+           "full", "tensor", "zeros", "ones", "concat", "contiguous"]
 
 
 def arange(start, stop=None, step=1, dtype=None):

@@ -7,13 +7,13 @@ array_methods installs its array methods.
 """
 from __future__ import annotations
 
-from ..errors import KernelTraceError
+from ..errors import KernelTraceError, UnsupportedFeatureError, not_supported
 from ..ir import sym as S
-from ..ir.builder import active, current
+from ..ir.builder import active, current, user_location
 from ..ir.nodes import Value
+from ..vocab.annotations import TileOpFormat
 from ..vocab.dtypes import DataType
 from . import elementwise as ew
-from . import indexing
 from . import reduce as red
 from . import shape_ops
 
@@ -135,8 +135,15 @@ class TensorMethods:
         return self._inplace(ew.div, o)
 
     # indexing and writes ------------------------------------------------------------------------------------------
-    def __getitem__(self, idx):
-        return shape_ops.getitem(self, idx)
+    def __getitem__(self, idx, *, valid_shape=None):
+        """x[idx]; the reference's explicit form x.__getitem__(idx, valid_shape=[...]) also narrows the result to
+        its valid region."""
+        r = shape_ops.getitem(self, idx)
+        if valid_shape is not None:
+            r = shape_ops.view(r, list(r.shape), [0] * len(r.shape), valid_shape=valid_shape)
+        return r
+
+    getitem = __getitem__   # the reference documents __getitem__ as pypto.Tensor.getitem
 
     def __setitem__(self, idx, value):
         shape_ops.setitem(self, idx, value)
@@ -197,60 +204,211 @@ class TensorMethods:
     def __array_function__(self, func, types, args, kwargs):
         return foreign_call("numpy", func, args, kwargs)
 
-    # shape helpers and method forms -------------------------------------------------------------------------------
+    # attribute-like members (the reference's Tensor properties) -----------------------------------------------
     @property
     def ndim(self) -> int:
         return len(self.shape)
 
-    def dim(self) -> int:
-        return len(self.shape)
+    @property
+    def dim(self) -> "_Rank":
+        """The rank: `x.dim` (the reference's property) and `x.dim()` (torch's method) both give it."""
+        return _Rank(len(self.shape))
 
     def size(self, d=None):
         return self.shape if d is None else self.shape[d]
 
-    def sum(self, dim=None, keepdim=False):
-        return red.sum(self, dim, keepdim)
+    @property
+    def id(self) -> int:
+        """A number identifying this tensor value within the kernel trace (each op result, view or slice is a new
+        value with its own id)."""
+        return self.vid
 
-    def amax(self, dim=None, keepdim=False):
-        return red.amax(self, dim, keepdim)
+    @property
+    def format(self):
+        """The tile format: always TileOpFormat.TILEOP_ND here (a parameter annotated TILEOP_NZ is read in ND
+        order by the simulator as well)."""
+        return TileOpFormat.TILEOP_ND
 
-    def amin(self, dim=None, keepdim=False):
-        return red.amin(self, dim, keepdim)
+    @property
+    def name(self) -> str:
+        """The tensor's name: what `x.name = "..."` set, else a parameter's name, else ""."""
+        named = _tensor_names().get(self.vid)
+        if named is not None:
+            return named
+        return self.storage.param_name if self.storage.param_name is not None and self.is_root else ""
 
-    def exp(self):
-        return ew.exp(self)
+    @name.setter
+    def name(self, value: str) -> None:
+        if not isinstance(value, str):
+            raise current("Tensor.name").error("Tensor.name", f"a tensor name must be a str, got {value!r}")
+        _tensor_names()[self.vid] = value
 
-    def sqrt(self):
-        return ew.sqrt(self)
+    def set_cache_policy(self, policy, value: bool) -> None:
+        """Recorded (get_cache_policy returns it); the simulator has no L2 cache, so it changes no result."""
+        _cache_policies()[(self.vid, getattr(policy, "name", policy))] = bool(value)
 
-    def reshape(self, *shape):
+    def get_cache_policy(self, policy) -> bool:
+        """What set_cache_policy set for `policy` (False if never set)."""
+        return _cache_policies().get((self.vid, getattr(policy, "name", policy)), False)
+
+    # method forms with their own argument order (the rest: METHODS below) ------------------------------------
+    def reshape(self, *shape, valid_shape=None, inplace=False):
         if len(shape) == 1 and isinstance(shape[0], (list, tuple)):
             shape = shape[0]
-        return shape_ops.reshape(self, list(shape))
-
-    def transpose(self, d0, d1):
-        return shape_ops.transpose(self, d0, d1)
-
-    def unsqueeze(self, d):
-        return shape_ops.unsqueeze(self, d)
+        if valid_shape is None and not inplace:
+            return shape_ops.reshape(self, list(shape))
+        return shape_ops.reshape(self, list(shape), valid_shape=valid_shape, inplace=inplace)
 
     def cast(self, dtype):
         return ew.cast(self, dtype)
 
     astype = cast
 
-    def clone(self):
-        return ew.clone(self)
 
-    def round(self, decimals=0):
-        return ew.round(self, decimals)
+class _Rank(int):
+    """A tensor's rank that can also be called, so that both `x.dim` (reference) and `x.dim()` (torch) work."""
 
-    def trunc(self):
-        return ew.trunc(self)
+    def __call__(self) -> int:
+        return int(self)
 
-    def scatter(self, dim, index, src):
-        return indexing.scatter(self, dim, index, src)
 
+def _trace_table(attr: str) -> dict:
+    """Per-trace side tables (tensor names, cache policies) kept on the active builder: a Value has fixed slots
+    and its id is only unique within one trace."""
+    b = current("Tensor")
+    table = getattr(b, attr, None)
+    if table is None:
+        table = {}
+        setattr(b, attr, table)
+    return table
+
+
+def _tensor_names() -> dict:
+    return _trace_table("_pypto_tensor_names")
+
+
+def _cache_policies() -> dict:
+    return _trace_table("_pypto_cache_policies")
+
+
+# ---- method forms: x.<method>(...) calls a function of the kernel language ------------------------------------
+# One row per method. A str row: x.m(*args, **kw) is pypto.<str>(x, *args, **kw). A tuple row: (function name,
+# adapter(fn, x, *args, **kw)) for the methods whose function takes x elsewhere. The function is looked up by name
+# when the method is called, so a method whose function this package does not have yet raises "not supported yet"
+# and starts working, with no edit here, once the function is added to pypto.language.
+
+def _where(fn, self, condition, y):
+    """x.where(condition, y): condition ? x : y (the reference's and torch's Tensor.where)."""
+    return fn(condition, self, y)
+
+
+def _assemble(fn, self, input, offsets):
+    """x.assemble(src, offsets) writes src into x at offsets (pypto.assemble(src, offsets, x)); returns None."""
+    fn(input, offsets, self)
+
+
+def _concat(fn, self, tensors, dim=0):
+    """x.concat(tensors, dim=0) is pypto.concat(tensors, dim): the reference documents it with the list of
+    tensors as its only tensor argument, so x itself is not added to the list."""
+    return fn(tensors, dim)
+
+
+def _in_place(fn, self, *args, **kwargs):
+    """x.f_(...): the function writes x (index_add_, scatter_); returns x."""
+    fn(self, *args, **kwargs)
+    return self
+
+
+def _moved(fn, self, *args, **kwargs):
+    """x.tril_(d): x.move(pypto.tril(x, d)); returns x."""
+    shape_ops.write(self, fn(self, *args, **kwargs), "in-place method")
+    return self
+
+
+def _fill(fn, self, value):
+    """x.fill_(v): every element of x set to v; returns x."""
+    shape_ops.write(self, fn(list(self.shape), value, self.dtype), "fill_")
+    return self
+
+
+def _topk(fn, self, k, dim=None, largest=True, *args, **kwargs):
+    """x.topk(k, dim=None, largest=True): dim None is the last dim."""
+    return fn(self, k, -1 if dim is None else dim, largest, *args, **kwargs)
+
+
+def _matmul(fn, self, mat2, out_dtype=None, *, a_trans=False, b_trans=False, c_matrix_nz=False,
+            extend_params=None):
+    """x.matmul(mat2, out_dtype, ...): c_matrix_nz (an NZ-layout result on the NPU) is refused here."""
+    if c_matrix_nz:
+        raise current("Tensor.matmul").error("Tensor.matmul", "c_matrix_nz=True (a result in the NZ layout) is "
+                                                              "not supported yet by this pypto; results are ND")
+    return fn(self, mat2, out_dtype, a_trans=a_trans, b_trans=b_trans, extend_params=extend_params)
+
+
+def _expand_clone(fn, self, shape, *, valid_shape=None):
+    """x.expand_clone(shape, valid_shape=None): the broadcast copy, then its valid region when given."""
+    r = fn(self, shape)
+    if valid_shape:
+        r = shape_ops.view(r, list(shape), [0] * len(shape), valid_shape=valid_shape)
+    return r
+
+
+METHODS = {
+    # arithmetic and comparisons
+    "add": "add", "sub": "sub", "mul": "mul", "div": "div", "fmod": "fmod", "remainder": "remainder",
+    "pow": "pow", "maximum": "maximum", "minimum": "minimum", "hypot": "hypot", "gcd": "gcd",
+    "floor_div": "floor_div", "atan2": "atan2", "clip": "clip", "clamp": "clamp",
+    "eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge",
+    "bitwise_and": "bitwise_and", "bitwise_or": "bitwise_or", "bitwise_xor": "bitwise_xor",
+    "bitwise_not": "bitwise_not", "bitwise_left_shift": "bitwise_left_shift",
+    "bitwise_right_shift": "bitwise_right_shift", "logical_and": "logical_and", "logical_not": "logical_not",
+    "where": ("where", _where),
+    # math functions
+    "exp": "exp", "exp2": "exp2", "expm1": "expm1", "log": "log", "log1p": "log1p", "log2": "log2",
+    "log10": "log10", "sqrt": "sqrt", "rsqrt": "rsqrt", "reciprocal": "reciprocal", "cbrt": "cbrt",
+    "sin": "sin", "cos": "cos", "tan": "tan", "asin": "asin", "acos": "acos", "atan": "atan", "sinh": "sinh",
+    "cosh": "cosh", "tanh": "tanh", "asinh": "asinh", "acosh": "acosh", "atanh": "atanh", "erf": "erf",
+    "erfc": "erfc", "sigmoid": "sigmoid", "relu": "relu", "lrelu": "lrelu", "prelu": "prelu", "abs": "abs",
+    "neg": "neg", "sign": "sign", "signbit": "signbit", "isnan": "isnan", "isfinite": "isfinite",
+    "ceil": "ceil", "floor": "floor", "trunc": "trunc", "round": "round", "clone": "clone",
+    # reductions, scans, matmul
+    "sum": "sum", "amax": "amax", "amin": "amin", "prod": "prod", "mean": "mean", "var": "var",
+    "argmax": "argmax", "argmin": "argmin", "softmax": "softmax", "cumsum": "cumsum", "cumprod": "cumprod",
+    "matmul": ("matmul", _matmul),
+    # shapes, views, writes
+    "view": "view", "transpose": "transpose", "permute": "permute", "unsqueeze": "unsqueeze",
+    "squeeze": "squeeze", "expand_clone": ("expand_clone", _expand_clone), "assemble": ("assemble", _assemble),
+    "concat": ("concat", _concat), "pad": "pad", "fillpad": "fillpad", "fill_": ("full", _fill),
+    "tril": "tril", "triu": "triu", "tril_": ("tril", _moved), "triu_": ("triu", _moved),
+    # data-dependent indexing
+    "gather": "gather", "gathermask": "gathermask", "scatter": "scatter", "scatter_": "scatter_",
+    "scatter_update": "scatter_update", "index_add": "index_add", "index_add_": ("index_add_", _in_place),
+    "index_put_": ("index_put_", _in_place), "topk": ("topk", _topk), "axpy_": ("axpy_", _in_place),
+}
+
+
+def _self_first(fn, self, *args, **kwargs):
+    return fn(self, *args, **kwargs)
+
+
+def _method(name: str, row):
+    fname, call = (row, _self_first) if isinstance(row, str) else row
+    doc = (call.__doc__ if call is not _self_first else None) or f"x.{name}(...) is pypto.{fname}(x, ...)."
+
+    def method(self, *args, **kwargs):
+        from .. import language
+
+        fn = getattr(language, fname, None)
+        if not callable(fn):
+            b = current(f"Tensor.{name}")
+            err = not_supported(f"pypto.Tensor.{name}", f"its function pypto.{fname} is not in this pypto yet")
+            raise UnsupportedFeatureError(f"kernel '{b.kernel_name}': Tensor.{name}: {err} "
+                                          f"(at {user_location()})")
+        return call(fn, self, *args, **kwargs)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = doc
+    return method
 
 
 # torch / numpy names whose pypto op is spelled differently (the rest: same name as pypto's, if pypto has it)
@@ -299,7 +457,7 @@ def foreign_call(lib: str, func, args, kwargs):
                                           f"cannot be combined with a kernel tensor; pass it as a tensor parameter")
     if target in getattr(language, "__all__", ()):
         hint = f"use pypto.{target}(...) instead"
-    elif hasattr(TensorMethods, name) and not name.startswith("_"):
+    elif (hasattr(TensorMethods, name) or name in METHODS) and not name.startswith("_"):
         hint = f"use the tensor method x.{name}(...) instead"
     else:
         hint = "kernel tensors support only the pypto ops (see docs/language.md for the list)"
@@ -327,6 +485,8 @@ def install() -> None:
     for name, attr in vars(TensorMethods).items():
         if name not in ("__module__", "__qualname__", "__doc__", "__dict__", "__weakref__"):
             setattr(Value, name, attr)
+    for name, row in METHODS.items():
+        setattr(Value, name, _method(name, row))
     if not getattr(S.Sym, "_located", False):
         for name in ("__bool__", "__index__", "__int__", "__float__"):
             setattr(S.Sym, name, _located(getattr(S.Sym, name)))

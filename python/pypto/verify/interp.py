@@ -24,8 +24,11 @@ from ..ir.nodes import PARAM, Assign, Check, If, Kernel, Loop, Op, UnrolledLoop,
 _TORCH = {
     DT.DT_BOOL: torch.bool, DT.DT_INT8: torch.int8, DT.DT_INT16: torch.int16, DT.DT_INT32: torch.int32,
     DT.DT_INT64: torch.int64, DT.DT_UINT8: torch.uint8, DT.DT_FP16: torch.float16, DT.DT_BF16: torch.bfloat16,
-    DT.DT_FP32: torch.float32, DT.DT_FP64: torch.float64,
+    DT.DT_FP32: torch.float32, DT.DT_FP64: torch.float64, DT.DT_UINT16: torch.uint16, DT.DT_UINT32: torch.uint32,
+    DT.DT_UINT64: torch.uint64, DT.DT_FP8E4M3: torch.float8_e4m3fn, DT.DT_FP8E5M2: torch.float8_e5m2,
+    DT.DT_FP8E8M0: torch.float8_e8m0fnu, DT.DT_FP4_E2M1X2: torch.float4_e2m1fn_x2,
 }
+_SIGN = -(1 << 63)
 
 
 def torch_dtype(dt) -> torch.dtype:
@@ -33,7 +36,9 @@ def torch_dtype(dt) -> torch.dtype:
 
 
 def _compute(dt) -> torch.dtype:
-    """The C++ compute type of a dtype: float for fp16/bf16/fp32, double for fp64, int64 for ints, bool."""
+    """The C++ compute type of a dtype: float for fp16/bf16/fp32/FP8, double for fp64, int64 for ints, bool.
+    uint64_t (of uint16/32/64) is held in int64 with the same bits (torch computes little on uint64): ops whose
+    result depends on the unsigned reading are handled in _ew."""
     d = DT(dt)
     if d == DT.DT_FP64:
         return torch.float64
@@ -166,17 +171,54 @@ class _Interp:
             r = t
             for d in sorted(dims, reverse=True):
                 r = r.prod(dim=d, keepdim=keep)
-        elif fn == "amax":
-            r = t.amax(dim=dims, keepdim=keep)
-        elif fn == "amin":
-            r = t.amin(dim=dims, keepdim=keep)
+        elif fn in ("amax", "amin"):
+            flip = DT(op.attrs["ct"]) == DT.DT_UINT64   # unsigned order: compare with the sign bit flipped
+            t = t ^ _SIGN if flip else t
+            r = t.amax(dim=dims, keepdim=keep) if fn == "amax" else t.amin(dim=dims, keepdim=keep)
+            r = r ^ _SIGN if flip else r
         else:
             raise UnsupportedOp(f"reduce fn {fn}")
         self.store(op.out, r)
 
     def op_cumsum(self, op):
         t = self.load(op.ins[0], op.attrs["ct"])
-        self.store(op.out, t.cumsum(op.attrs["dim"]))
+        if op.attrs.get("fn") == "prod":
+            self.store(op.out, t.cumprod(op.attrs["dim"]))
+        else:
+            self.store(op.out, t.cumsum(op.attrs["dim"]))
+
+    def op_argext(self, op):
+        t = self.load(op.ins[0], op.attrs["ct"])
+        d = op.attrs["dim"]
+        r = (torch.argmax if op.attrs["largest"] else torch.argmin)(t, dim=d, keepdim=op.attrs["keepdim"])
+        self.store(op.out, r)
+
+    def op_argsort(self, op):
+        t = self.load(op.ins[0], op.attrs["ct"])
+        _, order = torch.sort(t, dim=op.attrs["dim"], descending=op.attrs["descending"], stable=True)
+        self.store(op.out, order)
+
+    def _update(self, out, at, val, reduce, ct, alpha=1):
+        """out[at] = val, or (reduce 'add' / 'mul') out[at] (+|*)= alpha * val in compute type ct, rounded once."""
+        if reduce is None:
+            out[at] = val
+            return
+        c = _compute(ct)
+        cur, v = out[at].to(c), val.to(c)
+        if alpha != 1:
+            v = torch.tensor(alpha, dtype=c) * v
+        out[at] = _convert(cur + v if reduce == "add" else cur * v, op_dtype(out))
+
+    def op_index_put(self, op):
+        t, vals, idxs = op.ins[0], op.ins[1], op.ins[2:]
+        out = self.view(op.out)
+        out.copy_(self.view(t))
+        v = self.view(vals)
+        ixs = [self._index(self.view(ix), out.shape[j], msg) for j, (ix, msg) in enumerate(zip(idxs, op.attrs["msgs"]))]
+        red = "add" if op.attrs["accumulate"] else None
+        for r in range(v.shape[0]):     # in row order, like the generated loops
+            at = tuple(int(ix[r]) for ix in ixs)
+            self._update(out, at, v[r], red, op.attrs["ct"])
 
     def op_matmul(self, op):
         ct = _compute(op.attrs["ct"])
@@ -212,7 +254,8 @@ class _Interp:
             j = list(_unravel(pos, ix.shape))
             tgt = list(j)
             tgt[d] = int(ix[tuple(j)])
-            out[tuple(tgt)] = sv[tuple(j)]
+            self._update(out, tuple(tgt), sv[tuple(j)], op.attrs.get("reduce"), op.attrs.get("ct"),
+                         op.attrs.get("alpha", 1))
 
     def op_topk(self, op):
         t = self.load(op.ins[0], op.attrs["ct"])
@@ -221,6 +264,11 @@ class _Interp:
             return
         _, order = torch.sort(t, dim=d, descending=largest, stable=True)
         self.store(op.out, order.narrow(d, 0, k))
+
+
+def op_dtype(t: torch.Tensor):
+    """The pypto dtype of a torch tensor of this interpreter."""
+    return next(k for k, v in _TORCH.items() if v == t.dtype)
 
 
 def _unravel(pos, shape):
@@ -242,6 +290,8 @@ def _convert(value: torch.Tensor, dt) -> torch.Tensor:
 
 
 def _ew(fn: str, a: list, ct):
+    if ct is not None and DT(ct) == DT.DT_UINT64:
+        return _ew_unsigned(fn, a)
     f = DT(ct).is_float if ct is not None else False
     if fn == "add":
         return a[0] + a[1]
@@ -280,9 +330,26 @@ def _ew(fn: str, a: list, ct):
         return torch.minimum(a[0], a[1])
     unary = {"exp": torch.exp, "log": torch.log, "sqrt": torch.sqrt, "tanh": torch.tanh, "erfc": torch.erfc,
              "sigmoid": lambda x: 1 / (1 + torch.exp(-x)), "neg": torch.neg,
-             "logical_not": torch.logical_not}
+             "logical_not": torch.logical_not, "erf": torch.erf, "exp2": torch.exp2, "expm1": torch.expm1,
+             "log2": torch.log2, "log10": torch.log10, "log1p": torch.log1p,
+             "cbrt": lambda x: torch.sign(x) * torch.abs(x).pow(1.0 / 3.0), "sin": torch.sin, "cos": torch.cos,
+             "tan": torch.tan, "asin": torch.asin, "acos": torch.acos, "atan": torch.atan, "sinh": torch.sinh,
+             "cosh": torch.cosh, "asinh": torch.asinh, "acosh": torch.acosh, "atanh": torch.atanh,
+             "reciprocal": torch.reciprocal, "sign": torch.sign, "signbit": torch.signbit, "isnan": torch.isnan,
+             "isfinite": torch.isfinite, "bitwise_not": torch.bitwise_not}
     if fn in unary:
         return unary[fn](a[0])
+    binary = {"atan2": torch.atan2, "hypot": torch.hypot, "gcd": torch.gcd, "bitwise_and": torch.bitwise_and,
+              "bitwise_or": torch.bitwise_or, "bitwise_xor": torch.bitwise_xor, "shl": torch.bitwise_left_shift,
+              "shr": torch.bitwise_right_shift, "logical_and": torch.logical_and,
+              "lrelu": lambda x, s: torch.where(x > 0, x, x * s), "prelu": lambda x, w: torch.where(x > 0, x, w * x)}
+    if fn in binary:
+        return binary[fn](a[0], a[1])
+    if fn == "fmod":
+        if f:
+            return torch.fmod(a[0], a[1])
+        q = torch.where(a[1] == 0, torch.ones_like(a[1]), a[1])
+        return torch.where(a[1] == 0, torch.zeros_like(a[0] + a[1]), torch.fmod(a[0], q))
     if fn == "rsqrt":
         return 1 / torch.sqrt(a[0])
     if fn == "relu":
@@ -300,6 +367,22 @@ def _ew(fn: str, a: list, ct):
     if fn == "cast":
         return a[0]
     raise UnsupportedOp(f"elementwise fn '{fn}'")
+
+
+def _ew_unsigned(fn: str, a: list):
+    """C unsigned 64-bit arithmetic on int64 tensors that hold the same bits: add/sub/mul/neg wrap alike;
+    comparisons (and max/min) compare with the sign bit flipped; division-like ops need operands below 2^63."""
+    cmp = {"eq": torch.eq, "ne": torch.ne, "lt": torch.lt, "le": torch.le, "gt": torch.gt, "ge": torch.ge}
+    if fn in cmp:
+        return cmp[fn](a[0] ^ _SIGN, a[1] ^ _SIGN)
+    if fn in ("maximum", "minimum"):
+        first = (a[0] ^ _SIGN) > (a[1] ^ _SIGN) if fn == "maximum" else (a[0] ^ _SIGN) < (a[1] ^ _SIGN)
+        return torch.where(first, a[0], a[1])
+    if fn == "abs" or fn in ("round", "trunc", "floor", "ceil"):
+        return a[0]
+    if fn in ("floordiv", "mod", "pow", "div") and any(bool((x < 0).any()) for x in a if isinstance(x, torch.Tensor)):
+        raise UnsupportedOp(f"elementwise fn '{fn}' on uint64 values of 2^63 or more")
+    return _ew(fn, a, DT.DT_INT64)
 
 
 def interpret(kernel: Kernel, tensors, scalars=()) -> list:

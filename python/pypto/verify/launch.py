@@ -1,12 +1,15 @@
 """A ctypes launcher for built kernels: load a .so and call pypto_entry with torch tensors / numpy arrays.
 
-Needs no native core: the verify stages run the compiled kernel on copies of the arguments through it. The real
-call path (argument checks, specialization table, hot-path launch) is the C++ core.
+Needs no native core: the verify stages run the compiled kernel on copies of the arguments through it. Libraries
+are verified and loaded through compiler/cache.py, like the core's. The real call path (argument checks,
+specialization table, hot-path launch) is the C++ core.
 """
 from __future__ import annotations
 
 import ctypes
+from pathlib import Path
 
+from ..compiler import cache
 from ..errors import KernelRuntimeError
 
 
@@ -27,9 +30,16 @@ _libs: dict = {}
 
 
 def load(library: str):
+    """The cache library `library`, loaded the way every library is: its bytes verified against its sidecar sha256
+    (and the cache's ownership checks), and those same bytes loaded (compiler/cache.py). A library that is missing,
+    replaced or corrupted is never loaded: KernelRuntimeError."""
     lib = _libs.get(library)
     if lib is None:
-        lib = ctypes.CDLL(library)
+        loaded = cache.load_entry(Path(library), Path(library + ".sha256"))
+        if loaded is None:
+            raise KernelRuntimeError(f"kernel library '{library}' fails verification (missing, replaced or "
+                                     f"corrupted since it was built, or not in a trusted cache); not loading it")
+        lib = ctypes.CDLL(loaded)  # the name under which the verified bytes are already loaded
         lib.pypto_entry.restype = ctypes.c_int
         lib.pypto_entry.argtypes = [ctypes.POINTER(AbiTensor), ctypes.POINTER(AbiScalar),
                                     ctypes.POINTER(AbiLaunchContext)]

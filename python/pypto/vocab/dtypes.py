@@ -1,8 +1,15 @@
 """pypto data types and their mapping to torch / numpy / DLPack.
 
-The integer codes 0-9 equal `PyptoDType` in include/pypto/kernel_abi.h; keep both in step. Codes from 10 on are
-the reference's other dtypes: they can be named (annotations, casts, dtype maps) but the native core does not bind
-them yet (`DataType.native` is False), so a kernel taking or computing one raises an error naming the dtype.
+The integer codes equal `PyptoDType` in include/pypto/kernel_abi.h; keep both in step. `native` dtypes have a
+storage layout in the kernel ABI: tensors of them can be passed, computed and returned. The others (int4, the
+unpacked 4-bit floats, hifloat) can be named (annotations, dtype maps) but a kernel taking or computing one
+raises an error naming the dtype.
+
+The FP8 types and the packed FP4 pair are `storage_only`: they are passed in and out, copied, viewed,
+assembled and converted with `pypto.cast` (exactly as torch's `.to()`), but arithmetic on them is refused with
+an error naming the op (the reference computes on them only through cast, quant and matmul). The packed pair
+DT_FP4_E2M1X2 holds two values per byte as torch.float4_e2m1fn_x2 does: its shapes count bytes, element 2i in
+the low nibble and 2i+1 in the high nibble; casting it to bf16/fp32 doubles the last dim, and back halves it.
 """
 from __future__ import annotations
 
@@ -20,7 +27,7 @@ class DataType(enum.IntEnum):
     DT_BF16 = 7
     DT_FP32 = 8
     DT_FP64 = 9
-    # Known by name only (not in the kernel ABI yet): see `native`.
+    # From here on: the reference's other dtypes (see `native` and `storage_only`).
     DT_UINT16 = 10
     DT_UINT32 = 11
     DT_UINT64 = 12
@@ -40,7 +47,16 @@ class DataType(enum.IntEnum):
     @property
     def native(self) -> bool:
         """Whether the kernel ABI and the native binder carry this dtype (tensors of it can be passed)."""
-        return self.value < _NATIVE_COUNT
+        return self in _NATIVE
+
+    @property
+    def storage_only(self) -> bool:
+        """Stored, moved and cast, never computed on (FP8 and the packed FP4 pair)."""
+        return self in _STORAGE_ONLY
+
+    @property
+    def is_unsigned(self) -> bool:
+        return self in (DataType.DT_UINT8, DataType.DT_UINT16, DataType.DT_UINT32, DataType.DT_UINT64)
 
     @property
     def itemsize(self) -> int:
@@ -65,7 +81,8 @@ class DataType(enum.IntEnum):
     __str__ = __repr__
 
 
-_NATIVE_COUNT = 10
+_STORAGE_ONLY = frozenset((DataType.DT_FP8E4M3, DataType.DT_FP8E5M2, DataType.DT_FP8E8M0, DataType.DT_FP4_E2M1X2))
+_NATIVE = frozenset([d for d in DataType if d.value < 13] + list(_STORAGE_ONLY))
 _FLOATS = frozenset((DataType.DT_FP16, DataType.DT_BF16, DataType.DT_FP32, DataType.DT_FP64, DataType.DT_FP8,
                      DataType.DT_FP8E4M3, DataType.DT_FP8E5M2, DataType.DT_FP8E8M0, DataType.DT_FP4_E2M1,
                      DataType.DT_FP4_E2M1X2, DataType.DT_FP4_E1M2, DataType.DT_FP4_E1M2X2, DataType.DT_HF4,
@@ -162,3 +179,13 @@ def from_any(obj) -> DataType:
     if mod.startswith("torch"):
         return from_torch(obj)
     return from_numpy(obj)
+
+
+def bytes_of(dtype) -> int:
+    """`pypto.bytes_of(dtype)`: bytes per element of a dtype (the reference's table: 1 for the 8-bit and 4-bit
+    types, a packed x2 FP4 pair is one byte). Accepts a pypto DataType (or a torch / numpy dtype)."""
+    try:
+        dt = from_any(dtype)
+    except Exception:
+        raise TypeError(f"bytes_of: expected a pypto DataType such as pypto.DT_FP32, got {dtype!r}") from None
+    return dt.itemsize

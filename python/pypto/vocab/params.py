@@ -83,6 +83,11 @@ def build_params(kernel_name: str, fn) -> list[Param]:
                                         f"e.g. pypto.Scalar[pypto.DT_FP32]")
         elif isinstance(ann, Scalar):
             kind = SCALAR
+            sdt = getattr(ann, "dtype", None)
+            if isinstance(sdt, DataType) and (not sdt.native or sdt.storage_only):
+                raise KernelDefinitionError(
+                    f"kernel '{kernel_name}': parameter '{p.name}': scalar dtype {sdt!r} is not supported for "
+                    f"pypto.Scalar (scalars may be integer, bool or fp16/bf16/fp32/fp64)")
         elif ann is _EMPTY or ann is None:
             kind = CONSTEXPR
             ann = None

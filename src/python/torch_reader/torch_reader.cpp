@@ -30,7 +30,7 @@ struct DtypeInfo {
   DLDataType dl;
   uint8_t itemsize;
 };
-constexpr int kDtypeTableSize = 32;
+constexpr int kDtypeTableSize = 48;  // > Float4_e2m1fn_x2 (45)
 
 constexpr DtypeInfo dtype_info(int i) {
   switch (static_cast<c10::ScalarType>(i)) {
@@ -44,6 +44,13 @@ constexpr DtypeInfo dtype_info(int i) {
     case c10::ScalarType::Char: return {{kDLInt, 8, 1}, 1};
     case c10::ScalarType::Byte: return {{kDLUInt, 8, 1}, 1};
     case c10::ScalarType::Bool: return {{kDLBool, 8, 1}, 1};
+    case c10::ScalarType::UInt16: return {{kDLUInt, 16, 1}, 2};
+    case c10::ScalarType::UInt32: return {{kDLUInt, 32, 1}, 4};
+    case c10::ScalarType::UInt64: return {{kDLUInt, 64, 1}, 8};
+    case c10::ScalarType::Float8_e4m3fn: return {{kDLFloat8_e4m3fn, 8, 1}, 1};
+    case c10::ScalarType::Float8_e5m2: return {{kDLFloat8_e5m2, 8, 1}, 1};
+    case c10::ScalarType::Float8_e8m0fnu: return {{kDLFloat8_e8m0fnu, 8, 1}, 1};
+    case c10::ScalarType::Float4_e2m1fn_x2: return {{kDLFloat4_e2m1fn, 4, 2}, 1};  // as torch's DLPack export
     default: return {{0, 0, 0}, 0};
   }
 }

@@ -93,6 +93,20 @@ def test_non_contiguous_strided_input():
     assert_untouched(before, out)
 
 
+def test_empty_tensor_with_any_strides_is_contiguous():
+    # torch.zeros(2, 0) has strides (1, 1) and torch calls it contiguous; so does the binder (it has no elements
+    # to lay out). A non-empty tensor with the same mismatch is still refused.
+    k = make_scaled()
+    for a in (torch.zeros(2, 0), torch.zeros(0, 3).as_strided((0, 3), (7, 5))):
+        assert a.is_contiguous() and a.stride() != (a.shape[1], 1)
+        out = torch.zeros(a.shape)
+        k(a, out, alpha=2.0)
+        assert torch.equal(out, a * 2.0)
+    k(np.zeros((3, 0), np.float32), np.zeros((3, 0), np.float32))
+    a = rand(2, 3, seed=9).as_strided((2, 3), (1, 1))
+    raises(ValueError, lambda: k(a, sentinel(2, 3)), "kernel 'scaled'", "parameter 'a'", "contiguous")
+
+
 def test_non_contiguous_output_is_rejected_and_untouched(warm):
     k = make_scaled()
     a = rand(4, 4, seed=6)

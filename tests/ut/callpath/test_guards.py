@@ -105,9 +105,22 @@ def test_global_read_by_inlined_helper_is_guarded(mod):
 def test_rebinding_the_helper_function_respecializes(mod):
     k = mod.helper_kernel
     check(k, 3.0)
+    old = mod.helper_scale
     mod.helper_scale = lambda x: x * 10.0
     check(k, 10.0, seed=1)
     assert counts(k) == (0, 2, 2)
+    mod.helper_scale = old  # alive (held here): its specialization is still there, a hit
+    check(k, 3.0, seed=2)
+    assert counts(k) == (1, 2, 1)  # and the lambda, now unreferenced, took its own specialization with it
+
+
+def test_a_dropped_helper_functions_specialization_leaves_with_it(mod):
+    k = mod.helper_kernel
+    check(k, 3.0)
+    mod.helper_scale = lambda x: x * 10.0  # the module held the only reference to the old helper
+    check(k, 10.0, seed=1)
+    # guard values are held weakly (docs/security.md): the old helper died, and its specialization with it
+    assert counts(k) == (0, 2, 1)
 
 
 def test_two_guarded_globals(mod):

@@ -7,7 +7,7 @@ import torch
 import pypto
 from pypto.codegen import generate
 from pypto.compiler import compile_source
-from pypto.testing import simple_request
+from pypto.testing import build_source, simple_request
 from pypto.verify import launch
 from pypto.frontend.rewrite import prepare
 from pypto.vocab.params import build_params
@@ -107,10 +107,7 @@ def _kernels(prog):
 
 
 def _build(fn, args, fuse):
-    params = build_params(fn.__name__, fn)
-    req, tensors, _ = simple_request(fn.__name__, params, args, {})
-    src = generate(trace(prepare(fn, fn.__name__), req), fuse=fuse)
-    return compile_source(src, None, fn.__name__)[0], src
+    return build_source(fn, args, fuse)
 
 
 def _bits(t):

@@ -37,25 +37,30 @@ def test_fp4_x2_is_packed_two_per_byte():
         dtypes.to_torch(pypto.DT_FP4_E2M1)
 
 
-def test_the_native_core_set_is_unchanged():
-    assert [d for d in pypto.DataType if d.native] == [pypto.DataType(i) for i in range(10)]
+def test_the_native_core_set():
+    assert [d for d in pypto.DataType if d.native] == [pypto.DataType(i) for i in (*range(13), 15, 16, 17, 19)]
+    assert [d for d in pypto.DataType if d.storage_only] == [pypto.DT_FP8E4M3, pypto.DT_FP8E5M2, pypto.DT_FP8E8M0,
+                                                             pypto.DT_FP4_E2M1X2]
     assert pypto.DT_UINT16.is_int and not pypto.DT_UINT16.is_float and pypto.DT_FP8E5M2.is_float
+    # the core's names by code are the Python short names (the manifest and the messages use them)
+    assert list(pypto._core.DTYPE_NAMES) == [pypto.DataType(i).short for i in range(len(pypto._core.DTYPE_NAMES))]
+    assert len(pypto._core.DTYPE_NAMES) == pypto.DT_BOTTOM.value
 
 
 def test_non_native_annotation_is_a_clear_decoration_error():
     with pytest.raises(pypto.KernelDefinitionError,
-                       match=r"kernel 'k_u16': parameter 'a': tensor dtype pypto.DT_UINT16 is not supported yet"):
+                       match=r"kernel 'k_hf8': parameter 'a': tensor dtype pypto.DT_HF8 is not supported yet"):
         @pypto.frontend.jit
-        def k_u16(a: pypto.Tensor([4], pypto.DT_UINT16)):
+        def k_hf8(a: pypto.Tensor([4], pypto.DT_HF8)):
             pass
 
 
 def test_non_native_cast_is_a_clear_trace_error():
     @pypto.frontend.jit
     def k_cast(a: pypto.Tensor([4], pypto.DT_FP32), out: pypto.Tensor([4], pypto.DT_FP32)):
-        out[:] = pypto.cast(pypto.cast(a, pypto.DT_FP8E4M3), pypto.DT_FP32)
+        out[:] = pypto.cast(pypto.cast(a, pypto.DT_INT4), pypto.DT_FP32)
     out = torch.full((4,), 3.0)
-    with pytest.raises(pypto.KernelTraceError, match=r"kernel 'k_cast': cast: dtype pypto.DT_FP8E4M3 is not "
+    with pytest.raises(pypto.KernelTraceError, match=r"kernel 'k_cast': cast: dtype pypto.DT_INT4 is not "
                                                       r"supported yet inside kernels"):
         k_cast(torch.ones(4), out)
     assert torch.equal(out, torch.full((4,), 3.0))

@@ -142,6 +142,40 @@ def test_load_ok_and_load_errors(bundle_dir, tmp_path, test_binary):
         assert r["kernels"] == []
 
 
+def test_a_library_paired_with_the_wrong_key_is_a_load_error(bundle_dir, tmp_path, test_binary):
+    """Each library carries the key it was compiled for (pypto_spec_key): a manifest that pairs it with another
+    specialization's key (two entries' libraries swapped, their sha256s along) is refused at load, naming the entry,
+    never launched on the wrong layout (a 4x4 call running the 8x8 library). The loader runs in a child (the test
+    binary), so a crash would fail the test."""
+    d = _copy(bundle_dir, tmp_path, "swapped")
+
+    def swap(m):
+        specs = m["kernels"][0]["specializations"]  # scaled_add: #0 is float32[4, 4], #2 float32[8, 8] tile=16
+        assert specs[0]["tensors"] != specs[2]["tensors"]
+        for f in ("library", "sha256"):
+            specs[0][f], specs[2][f] = specs[2][f], specs[0][f]
+    _edit_manifest(d, swap)
+
+    d2 = _copy(bundle_dir, tmp_path, "cross_kernel")  # act's library for rows_exp's entry
+
+    def cross(m):
+        a, b = m["kernels"][1]["specializations"][0], m["kernels"][3]["specializations"][0]
+        for f in ("library", "sha256"):
+            a[f] = b[f]
+    _edit_manifest(d2, cross)
+
+    ok, swapped, crossed = _load(test_binary, bundle_dir, d, d2)
+    assert ok["code"] == "OK" and ok["kernels"] == ["scaled_add", "rows_exp", "axpy", "act"], ok
+    for r, parts in ((swapped, ["kernel 'scaled_add'", "specialization #0 (a: float32[4, 4]",
+                                "was compiled for a different specialization (a: float32[8, 8]",
+                                "tile=16", "the manifest pairs it with the wrong key; refusing to load it"]),
+                     (crossed, ["kernel 'rows_exp'", "specialization #0 (x: float32[DYNAMIC, 64]",
+                                "was compiled for a different specialization (x: float32[8, 4]"])):
+        assert r["code"] == "LoadError" and r["kernels"] == [], r
+        for p in parts:
+            assert p in r["message"], (p, r["message"])
+
+
 # ---- the same call from Python and from C++ --------------------------------------------------------------------
 _DT = {torch.float32: 8, torch.int32: 3, torch.float64: 9, torch.int64: 4}
 
