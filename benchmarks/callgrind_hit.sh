@@ -1,7 +1,10 @@
 #!/bin/bash
 # Instructions per cache hit of one call shape, with the per-function split (exclusive): the figure to re-measure after every
 # change to the hit path (`python -m pypto.bench --callgrind` reports the same kind of figure for its own kernel).
-#   usage: benchmarks/callgrind_hit.sh [HITS]     (needs valgrind; kernels built for x86-64-v3 so valgrind runs them)
+#   usage: benchmarks/callgrind_hit.sh [HITS] [DIMS]   (needs valgrind; kernels built for x86-64-v3 so valgrind runs them)
+#   DIMS: fixed (default: the annotation fixes the size, [16]), static (pypto.STATIC: keyed), dynamic (pypto.DYNAMIC)
+#   or named (pypto.frontend.dynamic("N"), shared by the four tensors): the same kernel and call with only the
+#   annotation's dim changed, to compare binder costs.
 #
 # One process, well under a minute: valgrind starts with instrumentation off (--instr-atstart=no), so importing
 # torch runs at translation speed; the child switches it on after its warm-up calls (callgrind_control -i on), runs
@@ -10,11 +13,16 @@
 # Needs the pypto build to keep its symbols (CMakeLists.txt: NOSTRIP; pyproject.toml: install.strip = false).
 set -euo pipefail
 hits=${1:-2000}
+dims=${2:-fixed}
+case $dims in
+  fixed) dim=16 ;; static) dim=pypto.STATIC ;; dynamic) dim=pypto.DYNAMIC ;; named) dim='pypto.frontend.dynamic("N")' ;;
+  *) echo "DIMS must be fixed, static, dynamic or named, got '$dims'" >&2; exit 2 ;;
+esac
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-cat > "$work/child.py" <<'PY'
+cat > "$work/child.py" <<PY
 import os, subprocess, sys, torch, pypto
-T = pypto.Tensor([16], pypto.DT_FP32)
+T = pypto.Tensor([$dim], pypto.DT_FP32)
 @pypto.frontend.jit
 def main_k(a: T, b: T, c: T, out: T, m=2, n=3):
     out[:] = a + b + c

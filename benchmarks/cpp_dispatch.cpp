@@ -7,7 +7,8 @@
 // Cases (kernel `dispatch3`: three [STATIC, STATIC] float32 tensors + two constants; `dispatch_dyn`: two
 // [DYNAMIC, 64] tensors + a runtime scalar):
 //   prepare_dl       Kernel::prepare, DLTensor args, constants by position       (bind+checks+key+lookup)
-//   prepare_named    Kernel::prepare, TensorRef args, constants by name
+//   prepare_named    Kernel::prepare, TensorRef args, constants by name (NamedArg: names matched per call)
+//   prepare_kw       Kernel::prepare, TensorRef args, constants by name through a Keywords resolved once
 //   prepare_dyn      Kernel::prepare on dispatch_dyn (DYNAMIC dims + a scalar)
 //   call_empty       prepare + launch of an empty kernel body (launch() with the entry replaced by a no-op)
 //   call_real        Kernel::call of the real 4x4 kernel (for reference: includes the kernel's work)
@@ -59,6 +60,14 @@ bool run_case(Setup& s, const std::string& c, long n) {
     rt::NamedArg kw[] = {{"alpha", 2.0}, {"tile", 16}};
     rt::PreparedCall p;
     bad = bench_loop(n, [&] { return s.k3->prepare(args, 3, kw, 2, &p).ok(); });
+  } else if (c == "prepare_kw") {
+    rt::TensorRef ra{s.a, s.shape, 2, PYPTO_DT_FP32}, rb{s.b, s.shape, 2, PYPTO_DT_FP32},
+        ro{s.out, s.shape, 2, PYPTO_DT_FP32};
+    rt::Arg args[] = {ra, rb, ro};
+    static const rt::Keywords kws = s.k3->keywords({"alpha", "tile"});
+    rt::Arg values[] = {2.0, 16};
+    rt::PreparedCall p;
+    bad = bench_loop(n, [&] { return s.k3->prepare(args, 3, kws, values, &p).ok(); });
   } else if (c == "prepare_dyn") {
     rt::TensorRef rx{s.x, s.dshape, 2, PYPTO_DT_FP32}, ry{s.y, s.dshape, 2, PYPTO_DT_FP32};
     rt::Arg args[] = {rx, ry, 0.5};
@@ -82,7 +91,7 @@ bool run_case(Setup& s, const std::string& c, long n) {
   return bad == 0;
 }
 
-const char* kCases[] = {"prepare_dl", "prepare_named", "prepare_dyn", "call_empty", "call_real"};
+const char* kCases[] = {"prepare_dl", "prepare_named", "prepare_kw", "prepare_dyn", "call_empty", "call_real"};
 
 }  // namespace
 

@@ -95,7 +95,7 @@ def main(argv=None) -> int:
                 print("valgrind not found: no instruction counts", file=sys.stderr)
             else:
                 n = 20000
-                for case in ("prepare_dl", "prepare_named", "prepare_dyn", "call_empty"):
+                for case in ("prepare_dl", "prepare_named", "prepare_kw", "prepare_dyn", "call_empty"):
                     ir = (callgrind_ir(exe, bundle, case, 2 * n) - callgrind_ir(exe, bundle, case, n)) / n
                     results["instructions"][case] = ir
                     print(f"{case:<14} {ir:.0f} instructions/call (callgrind)")

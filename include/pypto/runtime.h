@@ -176,6 +176,28 @@ struct KernelImpl;
 struct BundleImpl;
 }  // namespace detail
 
+// Keyword names resolved once against one kernel, the way the Python side learns a call site's keyword layout:
+//   static const Keywords kws = k.keywords({"alpha", "tile"});     // names checked here, once
+//   Arg values[] = {2.0, 16};                                      // in the order of the names
+//   k.call(args, 3, kws, values);
+// A call then binds its keywords with two compares and a store per name: no string is compared. Valid for the
+// kernel that resolved it while its bundle is loaded (a call with another kernel's Keywords is a kValueError).
+// A default-constructed Keywords names nothing.
+class Keywords {
+ public:
+  Keywords() noexcept = default;
+  size_t size() const noexcept { return n_; }
+
+ private:
+  friend class Kernel;
+  friend struct detail::KernelImpl;
+  const detail::KernelImpl* kernel_ = nullptr;
+  uint8_t n_ = 0;
+  uint8_t min_args_ = 0;     // positional arguments needed: 1 + the last required parameter not named
+  uint8_t max_args_ = 0;     // positional arguments allowed: the first named parameter (or the positional count)
+  int8_t src_[64] = {};      // per parameter: the index of its name, or -1 (by position or its default)
+};
+
 // A bound call: everything needed to launch, produced by Kernel::prepare (bind + checks + key + lookup).
 // The shapes point into the caller's tensors; valid while they are.
 struct PreparedCall {
@@ -208,6 +230,14 @@ class PYPTO_RT_API Kernel {
   Status prepare(const Arg* args, size_t n_args, const NamedArg* named, size_t n_named,
                  PreparedCall* out) const noexcept;
   Status launch(const PreparedCall& p) const noexcept;
+
+  // Keyword names resolved once (see Keywords): an unknown or repeated name is a kTypeError here, not at the call.
+  Status keywords(const std::string_view* names, size_t n, Keywords* out) const;
+  Keywords keywords(std::initializer_list<std::string_view> names) const;  // throws Error
+  // The call with keyword values by a resolved layout: kw_values[i] is the argument named by the i-th name.
+  Status call(const Arg* args, size_t n_args, const Keywords& kw, const Arg* kw_values) const noexcept;
+  Status prepare(const Arg* args, size_t n_args, const Keywords& kw, const Arg* kw_values,
+                 PreparedCall* out) const noexcept;
 
   // Exception-throwing convenience: k(a, b, out, kw("alpha", 2.0)).
   template <class... A>

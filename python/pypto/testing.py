@@ -2,7 +2,8 @@
 
 `DevKernel(fn)(*args)` prepares, builds and launches through ctypes; `simple_request` binds arguments to a
 SpecializationRequest the way the core does for the common cases (static / DYNAMIC / named dims, constants,
-runtime scalars; no guards). Not used by the product's call path.
+runtime scalars; no guards). `DLPackOnly(t)` wraps a tensor so that only `__dlpack__` reaches it (the capsule
+path). Not used by the product's call path.
 """
 from __future__ import annotations
 
@@ -103,3 +104,15 @@ class DevKernel:
         launch(res.library, tv, sv, self.num_threads)
 
 
+class DLPackOnly:
+    """Offers a tensor through `__dlpack__`/`__dlpack_device__` only (no buffer protocol, no DLPack C exchange API):
+    what the tensor readers do with such producers (the capsule protocol, a Python call per argument)."""
+
+    def __init__(self, t):
+        self.t = t
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        return self.t.__dlpack__() if max_version is None else self.t.__dlpack__(max_version=max_version)
+
+    def __dlpack_device__(self):
+        return self.t.__dlpack_device__()

@@ -14,10 +14,13 @@ inline bool rank_ok(const TensorAnnotation& s, int ndim) noexcept {
   return s.ellipsis ? (ndim >= n && ndim <= PYPTO_MAX_RANK) : ndim == n;
 }
 
-}  // namespace
-
-int bind_tensors(const ParamTable& table, const DLTensor* tensors, uint64_t* key) noexcept {
+// kCount: also sum the element counts (for tables with DYNAMIC/named dims, whose keys do not fix them): one multiply
+// per dim inside the walk the checks make anyway, instead of a second pass over the shapes.
+template <bool kCount>
+[[gnu::always_inline]] inline int bind_impl(const ParamTable& table, const DLTensor* tensors, uint64_t* key,
+                                            int64_t* elements) noexcept {
   int64_t named[kMaxParams];
+  int64_t total = 0;
   if (table.has_named_dims)
     for (size_t i = 0; i < table.dim_names.size() && i < size_t(kMaxParams); ++i) named[i] = -1;
   const TensorStep* steps = table.steps.data();
@@ -45,9 +48,10 @@ int bind_tensors(const ParamTable& table, const DLTensor* tensors, uint64_t* key
     const int64_t* strides = t.strides;  // NULL: compact
     const int span = s.n_static + (nd - s.annotated);
     int pos = n + span;
-    int64_t expected = 1;
+    int64_t expected = 1, count = 1;
     for (int d = nd - 1; d >= 0; --d) {
       const int64_t v = shape[d];
+      if constexpr (kCount) count *= v;
       if (strides != nullptr) {
         if (v != 1 && strides[d] != expected && !has_no_elements(t)) return -1;
         expected *= v;
@@ -70,8 +74,21 @@ int bind_tensors(const ParamTable& table, const DLTensor* tensors, uint64_t* key
       }
     }
     n += span;
+    if constexpr (kCount) total += count;
   }
+  if constexpr (kCount) *elements = total;
   return n;
+}
+
+}  // namespace
+
+int bind_tensors(const ParamTable& table, const DLTensor* tensors, uint64_t* key) noexcept {
+  return bind_impl<false>(table, tensors, key, nullptr);
+}
+
+int bind_tensors_counting(const ParamTable& table, const DLTensor* tensors, uint64_t* key,
+                          int64_t* elements) noexcept {
+  return bind_impl<true>(table, tensors, key, elements);
 }
 
 BindError tensor_error(const ParamTable& table, const DLTensor* tensors) {

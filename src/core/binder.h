@@ -48,6 +48,10 @@ inline bool is_row_major(const DLTensor& t) noexcept {
 // parameter i. Returns the number of key words written, or -1 when an argument violates its annotation (then
 // tensor_error() gives the message).
 int bind_tensors(const ParamTable& table, const DLTensor* tensors, uint64_t* key) noexcept;
+// The same, and the total element count of the arguments in `*elements` (tables with DYNAMIC/named dims, whose
+// key does not fix it): counted in the same walk over the dims.
+int bind_tensors_counting(const ParamTable& table, const DLTensor* tensors, uint64_t* key,
+                          int64_t* elements) noexcept;
 
 // The first violation, as a message (cold path). kind == kNone when everything is fine.
 BindError tensor_error(const ParamTable& table, const DLTensor* tensors);

@@ -82,7 +82,9 @@ PyObject* call_impl(JitFunctionObject* self, PyObject* const* args, size_t nargs
     python_ran |= rs[t].ran_python && t + 1 < nt;  // the last one read runs no code after itself
   }
   uint64_t key[kMaxKeyWords];
-  int n = bind_tensors(table, dl, key);  // checks + the tensor part of the key
+  // checks + the tensor part of the key; with DYNAMIC/named dims also the element count (the key does not fix it)
+  int64_t elements = -1;
+  int n = table.all_dims_keyed ? bind_tensors(table, dl, key) : bind_tensors_counting(table, dl, key, &elements);
   if (n < 0) [[unlikely]] return tensor_check_error(st, dl, slots);
   const int n_tensor_words = n;
 
@@ -184,8 +186,10 @@ PyObject* call_impl(JitFunctionObject* self, PyObject* const* args, size_t nargs
     targs[t].shape = dl[t].shape;
     targs[t].ndim = dl[t].ndim;
   }
-  // decides whether the kernel runs without the GIL; fixed by the key unless some dim is DYNAMIC
-  const int64_t elements = spec->elements >= 0 ? spec->elements : count_elements(dl, nt);
+  // decides whether the kernel runs without the GIL; fixed by the key unless some dim is DYNAMIC or named (then
+  // counted by the binder, again after a re-read)
+  if (elements < 0) elements = spec->elements;
+  else if (python_ran) [[unlikely]] elements = count_elements(dl, nt);
   // last before the launch: fewer values live across the begin_write calls
   for (uint64_t m = spec->written_mask; m != 0; m &= m - 1) {
     const int t = __builtin_ctzll(m);

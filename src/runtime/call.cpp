@@ -1,6 +1,7 @@
 // call: the C++ runtime's call path — bind, check, key, look up (prepare), launch — noexcept and allocation-free
 // on success; every failure jumps to a cold builder in messages.cpp.
 #include <cstring>
+#include <type_traits>
 
 #include "core/backend.h"
 #include "core/binder.h"
@@ -78,7 +79,7 @@ bool matches(const Arg& a, const ConstValue& c) noexcept {
 Status KernelImpl::prepare(const Arg* args, size_t n_args, const NamedArg* named, size_t n_named,
                            PreparedCall* out) const noexcept {
   if (n_args == static_cast<size_t>(n_params) && n_named == 0 && n_positional == n_params) [[likely]]
-    return finish<true>(args, nullptr, out);  // every parameter by position: the arguments are the slots
+    return finish(AllPositional{args}, out);  // every parameter by position: the arguments are the slots
   return bind(args, n_args, named, n_named, out);
 }
 
@@ -103,15 +104,62 @@ Status KernelImpl::bind(const Arg* args, size_t n_args, const NamedArg* named, s
   }
   for (int i = static_cast<int>(n_args); i < np; ++i)
     if (slots[i] == nullptr && !has_default[i]) [[unlikely]] return missing_error(*this, slots);
-  return finish<false>(nullptr, slots, out);
+  return finish(BySlots{slots}, out);
 } catch (const std::exception& e) {  // std::bad_alloc while building a message
   return exception_error(StatusCode::kValueError, e);
 }
 
-// After binding: the argument of parameter i is args[i] (kPositional) or slots[i] (nullptr: the default).
-template <bool kPositional>
-Status KernelImpl::finish(const Arg* args, const Arg* const* slots, PreparedCall* out) const noexcept try {
-  auto arg = [&](int i) -> const Arg* { return kPositional ? &args[i] : slots[i]; };
+// Keyword layouts: names resolved once (cold), then bound by position.
+Status KernelImpl::keywords(const std::string_view* names, size_t n, Keywords* out) const try {
+  Keywords kw;
+  kw.kernel_ = this;
+  for (int i = 0; i < kMaxParams; ++i) kw.src_[i] = -1;
+  uint64_t named = 0;
+  for (size_t k = 0; k < n; ++k) {
+    int j = 0;
+    while (j < n_params && table.params[j].name != names[k]) ++j;
+    if (j == n_params) return unexpected_keyword_error(*this, std::string(names[k]).c_str());
+    if (named >> j & 1) return multiple_values_error(*this, j);
+    named |= uint64_t{1} << j;
+    kw.src_[j] = static_cast<int8_t>(k);
+  }
+  int min_args = 0;
+  for (int i = 0; i < n_params; ++i)
+    if (!has_default[i] && !(named >> i & 1)) min_args = i + 1;
+  const int first_named = named != 0 ? __builtin_ctzll(named) : n_params;
+  kw.n_ = static_cast<uint8_t>(n);
+  kw.min_args_ = static_cast<uint8_t>(min_args);
+  kw.max_args_ = static_cast<uint8_t>(first_named < n_positional ? first_named : n_positional);
+  *out = kw;
+  return Status();
+} catch (const std::exception& e) {
+  return exception_error(StatusCode::kValueError, e);
+}
+
+Status KernelImpl::prepare(const Arg* args, size_t n_args, const Keywords& kw, const Arg* kw_values,
+                           PreparedCall* out) const noexcept try {
+  if (kw.kernel_ != this) [[unlikely]] {
+    if (kw.kernel_ != nullptr) return foreign_keywords_error(*this, *kw.kernel_);
+    return prepare(args, n_args, nullptr, 0, out);  // a default Keywords: no keywords
+  }
+  // no slot array: finish() asks ByKeywords for each parameter it reads
+  const ByKeywords bound{args, static_cast<int>(n_args), kw.src_, kw_values};
+  if (n_args < kw.min_args_ || n_args > kw.max_args_) [[unlikely]] {  // the same errors as the by-name bind
+    if (n_args > static_cast<size_t>(n_positional)) return positional_error(*this, n_args);
+    if (n_args > kw.max_args_) return multiple_values_error(*this, kw.max_args_);
+    const Arg* slots[kMaxParams];
+    for (int i = 0; i < n_params; ++i) slots[i] = bound(i);
+    return missing_error(*this, slots);
+  }
+  return finish(bound, out);
+} catch (const std::exception& e) {
+  return exception_error(StatusCode::kValueError, e);
+}
+
+// After binding: arg(i) is the argument of parameter i (nullptr: the default; never for AllPositional).
+template <class Bound>
+Status KernelImpl::finish(const Bound& arg, PreparedCall* out) const noexcept try {
+  constexpr bool kPositional = std::is_same_v<Bound, AllPositional>;
 
   // 2. tensors: checks + the tensor part of the key in one pass (core/binder, shared with the Python path)
   const int nt = n_tensors;
@@ -209,11 +257,8 @@ Status KernelImpl::finish(const Arg* args, const Arg* const* slots, PreparedCall
     }
   }
   if (spec == nullptr) [[unlikely]] {
-    if (kPositional) {
-      const Arg* s2[kMaxParams];
-      for (int i = 0; i < n_params; ++i) s2[i] = &args[i];
-      return no_spec_error(*this, dl, s2);
-    }
+    const Arg* slots[kMaxParams];
+    for (int i = 0; i < n_params; ++i) slots[i] = arg(i);
     return no_spec_error(*this, dl, slots);
   }
   out->entry = spec->entry;
@@ -243,6 +288,29 @@ Status Kernel::call(const Arg* args, size_t n_args, const NamedArg* named, size_
 Status Kernel::prepare(const Arg* args, size_t n_args, const NamedArg* named, size_t n_named,
                        PreparedCall* out) const noexcept {
   return impl_->prepare(args, n_args, named, n_named, out);
+}
+
+Status Kernel::keywords(const std::string_view* names, size_t n, Keywords* out) const {
+  return impl_->keywords(names, n, out);
+}
+
+Keywords Kernel::keywords(std::initializer_list<std::string_view> names) const {
+  Keywords kw;
+  Status s = impl_->keywords(names.begin(), names.size(), &kw);
+  if (!s.ok()) throw Error(std::move(s));
+  return kw;
+}
+
+Status Kernel::call(const Arg* args, size_t n_args, const Keywords& kw, const Arg* kw_values) const noexcept {
+  PreparedCall p;
+  Status s = impl_->prepare(args, n_args, kw, kw_values, &p);
+  if (!s.ok()) [[unlikely]] return s;
+  return impl_->launch(p);
+}
+
+Status Kernel::prepare(const Arg* args, size_t n_args, const Keywords& kw, const Arg* kw_values,
+                       PreparedCall* out) const noexcept {
+  return impl_->prepare(args, n_args, kw, kw_values, out);
 }
 
 Status Kernel::launch(const PreparedCall& p) const noexcept { return impl_->launch(p); }

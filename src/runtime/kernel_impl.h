@@ -21,6 +21,23 @@ struct ConstFast {
   uint64_t word;  // Arg::bits() of a matching argument
 };
 
+// How KernelImpl::finish() finds the argument of parameter i after binding (nullptr: the parameter's default).
+struct AllPositional {  // every parameter by position
+  const Arg* args;
+  const Arg* operator()(int i) const noexcept { return &args[i]; }
+};
+struct BySlots {  // bound by name (NamedArg): slots[i]
+  const Arg* const* slots;
+  const Arg* operator()(int i) const noexcept { return slots[i]; }
+};
+struct ByKeywords {  // a Keywords layout: the first n_args by position, then kw_values[src[i]]
+  const Arg* args;
+  int n_args;
+  const int8_t* src;
+  const Arg* values;
+  const Arg* operator()(int i) const noexcept { return i < n_args ? &args[i] : src[i] >= 0 ? &values[src[i]] : nullptr; }
+};
+
 struct KernelImpl {
   ParamTable table;
   std::vector<ParamInfo> info;
@@ -53,8 +70,11 @@ struct KernelImpl {
                  PreparedCall* out) const noexcept;
   [[gnu::noinline]] Status bind(const Arg* args, size_t n_args, const NamedArg* named, size_t n_named,
                                 PreparedCall* out) const noexcept;
-  template <bool kPositional>
-  Status finish(const Arg* args, const Arg* const* slots, PreparedCall* out) const noexcept;
+  Status prepare(const Arg* args, size_t n_args, const Keywords& kw, const Arg* kw_values,
+                 PreparedCall* out) const noexcept;
+  Status keywords(const std::string_view* names, size_t n, Keywords* out) const;
+  template <class Bound>
+  Status finish(const Bound& arg, PreparedCall* out) const noexcept;
   Status launch(const PreparedCall& p) const noexcept;
 };
 
@@ -73,6 +93,7 @@ std::string arg_repr(const Arg& a);
 [[gnu::cold]] Status positional_error(const KernelImpl& k, size_t n);
 [[gnu::cold]] Status unexpected_keyword_error(const KernelImpl& k, const char* name);
 [[gnu::cold]] Status multiple_values_error(const KernelImpl& k, int pos);
+[[gnu::cold]] Status foreign_keywords_error(const KernelImpl& k, const KernelImpl& other);
 [[gnu::cold]] Status missing_error(const KernelImpl& k, const Arg* const* slots);
 [[gnu::cold]] Status not_a_tensor_error(const KernelImpl& k, int t, const Arg& a);
 [[gnu::cold]] Status check_error(const KernelImpl& k, const DLTensor* dl);

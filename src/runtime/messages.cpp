@@ -94,6 +94,11 @@ Status multiple_values_error(const KernelImpl& k, int pos) {
   return fail(StatusCode::kTypeError, msg::multiple_values(k.table, pos));
 }
 
+Status foreign_keywords_error(const KernelImpl& k, const KernelImpl& other) {
+  return fail(StatusCode::kValueError, head(k) + "these Keywords were resolved for kernel '" + other.table.kernel +
+                                           "' (use Kernel::keywords of the kernel called)");
+}
+
 Status missing_error(const KernelImpl& k, const Arg* const* slots) {
   std::vector<bool> missing(k.table.params.size());
   for (size_t i = 0; i < missing.size(); ++i) missing[i] = slots[i] == nullptr && !k.has_default[i];

@@ -9,6 +9,7 @@
 // there (scaled_add 4x4 alpha 1.0/2.0 and 8x8 alpha 2.0 tile 16; rows_exp; axpy; act relu/sigmoid).
 #include <pypto/runtime.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
@@ -203,6 +204,45 @@ void group_calls(const Bundle& bundle) {
     CHECK(std::string(version()) == bundle.pypto_version());
     CHECK(kernel_abi_version() == PYPTO_KERNEL_ABI_VERSION);
   });
+  run("calls.keywords_resolved_once", [&] {
+    Buf a({4, 4}), b({4, 4}), out({4, 4}, -1.f);
+    a.randomize(16);
+    b.randomize(17);
+    const Keywords kws = sa.keywords({"tile", "alpha"});  // any order; values follow the names
+    CHECK(kws.size() == 2);
+    Arg args[] = {a.dl, b.dl, out.dl};
+    Arg values[] = {32, 2.0};
+    Status s = sa.call(args, 3, kws, values);
+    CHECK_MSG(s.ok(), s.to_string());
+    check_all(out.v, [&](size_t i) { return a.v[i] * 2.0f + b.v[i]; });
+    const Keywords only_alpha = sa.keywords({"alpha"});  // tile from its default
+    Arg one[] = {1.0};
+    PreparedCall p;
+    s = sa.prepare(args, 3, only_alpha, one, &p);
+    CHECK_MSG(s.ok(), s.to_string());
+    s = sa.launch(p);
+    CHECK_MSG(s.ok(), s.to_string());
+    check_all(out.v, [&](size_t i) { return a.v[i] + b.v[i]; });
+    const Keywords tensors = sa.keywords({"out", "b"});  // tensors by name, a by position
+    Arg a_only[] = {a.ref()};
+    Arg tv[] = {out.dl, b.ref()};
+    std::fill(out.v.begin(), out.v.end(), -1.f);
+    s = sa.call(a_only, 1, tensors, tv);
+    CHECK_MSG(s.ok(), s.to_string());
+    check_all(out.v, [&](size_t i) { return a.v[i] + b.v[i]; });
+    const Kernel& act = bundle.kernel("act");  // a keyword-only constant
+    Buf x({8, 4}), o({8, 4}, -1.f);
+    x.randomize(18);
+    const Keywords shift = act.keywords({"shift"});
+    Arg xa[] = {x.dl, o.dl, "sigmoid"};
+    const Arg items[] = {2, 3};  // tuple items must outlive the call
+    Arg sv[] = {Arg::tuple(items, 2)};
+    s = act.call(xa, 3, shift, sv);
+    CHECK_MSG(s.ok(), s.to_string());
+    check_all(o.v, [&](size_t i) { return sigmoid(x.v[i]) + 2.f; });
+    s = sa.call(args, 3, Keywords(), nullptr);  // a default Keywords names nothing
+    CHECK_MSG(s.ok(), s.to_string());
+  });
   run("calls.prepare_then_launch", [&] {
     Buf a({4, 4}), b({4, 4}), out({4, 4}, -1.f);
     a.randomize(14);
@@ -280,6 +320,43 @@ void group_errors(const Bundle& bundle) {
     Buf x({8, 4});
     expect_error(act.call({x.dl, x.dl, "relu", Arg::tuple({0, 1})}), StatusCode::kTypeError,
                  {"kernel 'act': takes 3 positional argument(s) but 4 were given"});
+    untouched();
+  });
+  run("errors.keywords", [&] {
+    Keywords k;
+    const std::string_view beta[] = {"alpha", "beta"};
+    expect_error(sa.keywords(beta, 2, &k), StatusCode::kTypeError,
+                 {"kernel 'scaled_add': got an unexpected keyword argument 'beta'"});
+    const std::string_view twice[] = {"tile", "tile"};
+    expect_error(sa.keywords(twice, 2, &k), StatusCode::kTypeError,
+                 {"kernel 'scaled_add': got multiple values for argument 'tile'"});
+    bool thrown = false;
+    try {
+      sa.keywords({"gamma"});
+    } catch (const Error& e) {
+      thrown = e.code() == StatusCode::kTypeError && std::string(e.what()).find("'gamma'") != std::string::npos;
+    }
+    CHECK(thrown);
+    const Keywords kws = sa.keywords({"b", "alpha"});
+    Arg vals[] = {b.dl, 2.0};
+    Arg two[] = {a.dl, b.dl};
+    expect_error(sa.call(two, 2, kws, vals), StatusCode::kTypeError,
+                 {"kernel 'scaled_add': got multiple values for argument 'b'"});
+    Arg one[] = {a.dl};
+    expect_error(sa.call(one, 1, kws, vals), StatusCode::kTypeError,
+                 {"kernel 'scaled_add': missing required argument(s) 'out'"});
+    Arg six[] = {a.dl, b.dl, out.dl, 1.0, 32, 7};
+    expect_error(sa.call(six, 6, sa.keywords({"alpha"}), vals), StatusCode::kTypeError,
+                 {"kernel 'scaled_add': takes 5 positional argument(s) but 6 were given"});
+    const Kernel& act = bundle.kernel("act");
+    const Keywords foreign = act.keywords({"mode"});
+    Arg three[] = {a.dl, b.dl, out.dl};
+    Arg mode[] = {"relu"};
+    expect_error(sa.call(three, 3, foreign, mode), StatusCode::kValueError,
+                 {"kernel 'scaled_add': these Keywords were resolved for kernel 'act'"});
+    Arg bad_alpha[] = {3.0};
+    expect_error(sa.call(three, 3, sa.keywords({"alpha"}), bad_alpha), StatusCode::kNotFound,
+                 {"parameter 'alpha': the bundle has no specialization for the compile-time constant value 3.0"});
     untouched();
   });
   run("errors.argument_kinds", [&] {

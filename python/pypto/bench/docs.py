@@ -94,9 +94,18 @@ def render_scale(res: dict) -> str:
         if group == "tensors" and b["x"] != a["x"]:
             s += f"; ~{(_best(b) - _best(a)) / (b['x'] - a['x']):.0f} ns per tensor"
         parts.append(s + ")")
-    for r in groups.get("inputs", [])[1:]:
-        parts.append(f"{r['name']} instead of {groups['inputs'][0]['name']} {r['ratio']:.2f}x")
     return "; ".join(parts) or "no scenario sets in this run"
+
+
+def render_inputs(res: dict) -> str:
+    """The input-kind rows (the `inputs` set) as a table, each with its ratio to the set's first row (torch)."""
+    rs = [r for r in res["rows"] if r["group"] == "inputs"]
+    if not rs:
+        return _not_run(res, "inputs")
+    out = [f"| input kind (`{rs[0]['name']}` is the base) | median ns | vs {rs[0]['name']} |", "|---|---|---|"]
+    for r in rs:
+        out.append(f"| {r['name']} | {_best(r):,.0f} | {r['ratio']:.2f}x |")
+    return "\n".join(out)
 
 
 def render_callgrind(res: dict) -> str:
@@ -135,7 +144,8 @@ def render_cold(res: dict) -> str:
             f"{_dur(w['torch_reader_s'])} and makes its first call in {_dur(w['first_call_s'])}")
 
 
-REGIONS = {"report": render_report, "peers": render_peers, "scale": render_scale, "callgrind": render_callgrind,
+REGIONS = {"report": render_report, "peers": render_peers, "scale": render_scale, "inputs": render_inputs,
+           "callgrind": render_callgrind,
            "breakdown": render_breakdown, "cold": render_cold}
 
 

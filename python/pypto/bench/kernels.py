@@ -13,6 +13,7 @@ MAIN_BODY = "out[:] = a + b + c"
 T = pypto.Tensor([pypto.STATIC], pypto.DT_FP32)
 TDYN = pypto.Tensor([pypto.DYNAMIC], pypto.DT_FP32)
 TFIX = pypto.Tensor([N_ELEMS], pypto.DT_FP32)
+TNAMED = pypto.Tensor([pypto.frontend.dynamic("N")], pypto.DT_FP32)
 S = pypto.Scalar[pypto.DT_FP32]
 
 # Module globals read by the 20-global kernel (each guarded by identity on every call). Their sum is 1.0.
@@ -119,6 +120,11 @@ def dims_fixed(a: TFIX, b: TFIX, c: TFIX, out: TFIX, m=2, n=3):
 
 @pypto.frontend.jit
 def dims_dynamic(a: TDYN, b: TDYN, c: TDYN, out: TDYN, m=2, n=3):
+    out[:] = a + b + c
+
+
+@pypto.frontend.jit
+def dims_named(a: TNAMED, b: TNAMED, c: TNAMED, out: TNAMED, m=2, n=3):
     out[:] = a + b + c
 
 

@@ -10,8 +10,12 @@ against torch, and leaves the kernel's table in the state the set is about.
     specializations  1 / 100 / 10,000 entries in the kernel's table (100 with --quick), filled with
                      kernel.compile over Tag(int) constants; every row calls with the same Tag
     globals          0 / 20 module globals read by the body, each guarded by identity per call
-    dims             a fixed size (16), STATIC (keyed), DYNAMIC (runtime value, not keyed)
-    inputs           torch tensors vs numpy arrays (buffer protocol) for the same kernel
+    dims             a fixed size (16), STATIC (keyed), DYNAMIC (runtime value, not keyed), named (DYNAMIC, and
+                     every dim of that name must agree)
+    inputs           what a hit costs per input kind, against torch tensors on a STATIC (keyed) kernel: numpy
+                     arrays (their C struct), `__dlpack__`-only producers (the capsule protocol: a Python call per
+                     argument, the documented slow path), torch tensors on the same kernel with a DYNAMIC or a
+                     named dim
 """
 from __future__ import annotations
 
@@ -117,7 +121,8 @@ def dims_rows(quick: bool) -> list[Row]:
 
     a, b, c, out = K.make_tensors(4)
     rows = []
-    for label, k in (("fixed dim [16]", K.dims_fixed), ("STATIC dim", K.main_k), ("DYNAMIC dim", K.dims_dynamic)):
+    for label, k in (("fixed dim [16]", K.dims_fixed), ("STATIC dim", K.main_k), ("DYNAMIC dim", K.dims_dynamic),
+                     ("named dim", K.dims_named)):
         _check(k, (a, b, c, out), a + b + c, out, dict(m=2, n=3))
         rows.append(Row(label, "dims", "k(a, b, c, out, m=2, n=3)", dict(k=k, a=a, b=b, c=c, out=out), x=label))
     return rows
@@ -130,9 +135,20 @@ def inputs_rows(quick: bool) -> list[Row]:
     _check(K.main_k, (a, b, c, out), a + b + c, out, dict(m=2, n=3))
     an, bn, cn, outn = (t.numpy().copy() for t in (a, b, c, out))
     _check(K.main_k, (an, bn, cn, outn), a + b + c, outn, dict(m=2, n=3))
+    from ..testing import DLPackOnly
+
+    ad, bd, cd, outd = (DLPackOnly(t.clone()) for t in (a, b, c, out))
+    _check(K.main_k, (ad, bd, cd, outd), a + b + c, outd.t, dict(m=2, n=3))
+    for k in (K.dims_dynamic, K.dims_named):
+        _check(k, (a, b, c, out), a + b + c, out, dict(m=2, n=3))
     stmt = "k(a, b, c, out, m=2, n=3)"
-    return [Row("torch tensors", "inputs", stmt, dict(k=K.main_k, a=a, b=b, c=c, out=out), x="torch"),
-            Row("numpy arrays", "inputs", stmt, dict(k=K.main_k, a=an, b=bn, c=cn, out=outn), x="numpy")]
+    torch_args = dict(a=a, b=b, c=c, out=out)
+    return [Row("torch tensors", "inputs", stmt, dict(k=K.main_k, **torch_args), x="torch"),
+            Row("numpy arrays", "inputs", stmt, dict(k=K.main_k, a=an, b=bn, c=cn, out=outn), x="numpy"),
+            Row("__dlpack__-only objects", "inputs", stmt, dict(k=K.main_k, a=ad, b=bd, c=cd, out=outd),
+                x="__dlpack__"),
+            Row("torch, DYNAMIC dim", "inputs", stmt, dict(k=K.dims_dynamic, **torch_args), x="DYNAMIC"),
+            Row("torch, named dim", "inputs", stmt, dict(k=K.dims_named, **torch_args), x="named")]
 
 
 BUILDERS = {"tensors": tensors_rows, "constants": constants_rows, "scalars": scalars_rows,

@@ -7,7 +7,8 @@ rows at a time: each statement in order, on that tile only, in tile-sized buffer
 numpy broadcasting alignment of each use, so reductions without keepdim and broadcasts are followed exactly.
 
 Statements are added greedily; a statement that does not fit ends the group (it may start the next one). It does
-not fit when: its row dim would differ from the group's, or has another extent; it reads a non-root view of a
+not fit when: its row dim would differ from the group's, or has another extent (extents a run-time check of the
+block has already proved equal count as the same: `out[:] = a + b` with DYNAMIC dims); it reads a non-root view of a
 value the group computes (that value is then materialised whole by the group and read afterwards); it reads a
 tensor the group writes through another view or row dim (or writes one the group read that way), since tiles
 would then see each other's rows; it writes its own source's storage.
@@ -19,12 +20,41 @@ expression is recomputed inside each consumer: no memory at all).
 """
 from __future__ import annotations
 
+from ..ir import sym as S
 from ..ir.nodes import TEMP, Assign, Check, Op, ScalarRead, Value, same_dim
 
 EXPENSIVE = {"exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erfc", "pow", "div", "floordiv", "mod",
              # libm calls (include/pypto/kernel_rt.h) and divisions
              "erf", "exp2", "expm1", "log2", "log10", "log1p", "cbrt", "sin", "cos", "tan", "asin", "acos", "atan",
              "sinh", "cosh", "asinh", "acosh", "atanh", "atan2", "hypot", "fmod", "gcd", "reciprocal"}
+
+
+class Equalities:
+    """Dims proved equal by the run-time checks met so far in a block (`check (a.shape[0] == out.shape[0])`): every
+    statement after such a check runs only when it held, so a group may treat the two as one extent."""
+
+    def __init__(self):
+        self.parent: dict = {}
+
+    @staticmethod
+    def _k(d):
+        return ("s", d.key) if isinstance(d, S.Sym) else ("i", d)
+
+    def _find(self, k):
+        while self.parent.get(k, k) != k:
+            k = self.parent[k]
+        return k
+
+    def note(self, cond) -> None:
+        if isinstance(cond, S.Sym) and cond.op == "cmp" and cond.args[0] == "==":
+            a, b = cond.args[1], cond.args[2]
+            if all(isinstance(d, (S.Sym, int)) and not isinstance(d, bool) for d in (a, b)):
+                ra, rb = self._find(self._k(a)), self._find(self._k(b))
+                if ra != rb:
+                    self.parent[ra] = rb
+
+    def same(self, a, b) -> bool:
+        return same_dim(a, b) or (bool(self.parent) and self._find(self._k(a)) == self._find(self._k(b)))
 
 
 class Group:
@@ -39,6 +69,7 @@ class Group:
         self.escape: set = set()    # sids read after the group
         self.buffer: set = set()    # sids kept in tile buffers
         self.pos: dict = {}         # id(stmt) -> position in the group
+        self.equal: Equalities | None = None  # extents the block's earlier checks proved equal
 
     def domain(self, st):
         if isinstance(st, Assign):
@@ -100,7 +131,7 @@ def _try_add(g: Group, st) -> bool:
             return False
     else:
         n0 = g.n0
-        if not same_dim(dom[axis], n0):
+        if not (g.equal.same(dom[axis], n0) if g.equal is not None else same_dim(dom[axis], n0)):
             return False
     if isinstance(st, Op) and st.kind == "reduce" and axis in st.attrs["dims"]:
         return False
@@ -175,7 +206,10 @@ def plan_block(stmts, uses: dict) -> list:
     while a group has not written anything yet is moved before the group."""
     items: list = []
     g = None
+    equal = Equalities()
     for st in stmts:
+        if isinstance(st, Check):
+            equal.note(st.cond)
         if g is not None and _try_add(g, st):
             continue
         if g is not None and isinstance(st, Check) and not g.written:
@@ -187,6 +221,7 @@ def plan_block(stmts, uses: dict) -> list:
             items.append(g)
             g = None
         ng = Group()
+        ng.equal = equal
         if _try_add(ng, st):
             g = ng
         else:

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 import pypto
+from pypto.testing import DLPackOnly
 
 from ._util import assert_untouched, info, raises, rand, sentinel, snap
 
@@ -226,21 +227,6 @@ def test_nn_parameter_requiring_grad_as_input():
     b, out = rand(8, seed=8), sentinel(8)
     k(p, b, out)
     torch.testing.assert_close(out, p.detach() + b, rtol=0, atol=0)
-
-
-class DLPackOnly:
-    """Exposes a torch tensor through __dlpack__/__dlpack_device__ only (no buffer, no exchange API)."""
-
-    def __init__(self, t):
-        self.t = t
-
-    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-        if max_version is None:
-            return self.t.__dlpack__()
-        return self.t.__dlpack__(max_version=max_version)
-
-    def __dlpack_device__(self):
-        return self.t.__dlpack_device__()
 
 
 def test_dlpack_only_object_inputs_and_output():

@@ -156,6 +156,46 @@ def test_small_kernels_never_touch_the_pool():
     assert torch.equal(out, a + b + c)
 
 
+def test_dynamic_dims_proved_equal_by_a_check_fuse_into_one_loop():
+    """`out[:] = a + b + c` with DYNAMIC dims: the run-time checks (`a == b`, `a == c`, `a == out`) come first, so the
+    write into `out` joins the group: one loop, no whole temporary (before: a heap buffer of a's size and a copy)."""
+    D = pypto.Tensor([pypto.DYNAMIC], pypto.DT_FP32)
+
+    def k(a: D, b: D, c: D, out: D):
+        out[:] = a + b + c
+
+    a, b, c = torch.randn(100), torch.randn(100), torch.randn(100)
+    out = torch.zeros(100)
+    lib, src = _build(k, (a, b, c, out), True)
+    assert src.count("// fused:") == 1 and "Buffer" not in src
+    launch(lib, [a, b, c, out], num_threads=2)
+    torch.testing.assert_close(out, a + b + c, rtol=0, atol=0)
+    short = torch.full((99,), -7.0)                  # the check still guards the write
+    with pytest.raises(pypto.KernelRuntimeError, match="shape mismatch at run time: value dim a.shape\\[0\\] vs target dim "
+                                                       "out.shape\\[0\\]"):
+        launch(lib, [a, b, c, short], num_threads=1)
+    assert torch.equal(short, torch.full((99,), -7.0))
+
+
+def test_two_dynamic_dims_fuse_into_one_loop():
+    """Rows and columns both DYNAMIC: both checked dims count as the group's extents."""
+    D2_ = pypto.Tensor([pypto.DYNAMIC, pypto.DYNAMIC], pypto.DT_FP32)
+
+    def k(a: D2_, b: D2_, out: D2_):
+        out[:] = a * 2.0 + b
+
+    a, b = torch.randn(37, 5), torch.randn(37, 5)
+    out = torch.zeros(37, 5)
+    lib, src = _build(k, (a, b, out), True)
+    assert src.count("// fused:") == 1 and "Buffer" not in src
+    launch(lib, [a, b, out], num_threads=2)
+    torch.testing.assert_close(out, a * 2.0 + b, rtol=0, atol=0)
+    wide = torch.full((37, 6), -7.0)
+    with pytest.raises(pypto.KernelRuntimeError, match="shape mismatch at run time"):
+        launch(lib, [a, b, wide], num_threads=1)
+    assert torch.equal(wide, torch.full((37, 6), -7.0))
+
+
 def test_reads_of_a_tensor_the_group_overwrote_are_not_recomputed_late():
     def k(a: S2, out: S2):
         t = a * 2.0

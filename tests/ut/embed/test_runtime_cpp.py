@@ -12,11 +12,12 @@ import pytest
 import torch
 
 import pypto
+from pypto.compiler import toolchain
 from pypto.export import encode_value
 
 from . import _kernels as K
 
-GROUPS = {"calls": 10, "errors": 9, "threads": 1}
+GROUPS = {"calls": 11, "errors": 10, "threads": 1}
 
 
 @pytest.mark.parametrize("group", sorted(GROUPS))
@@ -71,7 +72,7 @@ def test_load_ok_and_load_errors(bundle_dir, tmp_path, test_binary):
 
     d = _copy(bundle_dir, tmp_path, "abi")
     _edit_manifest(d, lambda m: m.update(kernel_abi_version=999))
-    cases[d] = ["was built for kernel ABI 999, this runtime implements ABI 1"]
+    cases[d] = [f"was built for kernel ABI 999, this runtime implements ABI {toolchain.abi_version()}"]
 
     d = _copy(bundle_dir, tmp_path, "version")
     _edit_manifest(d, lambda m: m.update(pypto_version="0.0.1"))
