@@ -3,7 +3,8 @@
 Every row is one kernel at one thread count: pypto (runtime_options device_sched_parallelism = threads), torch
 eager with torch.set_num_threads(threads), and `dst.copy_(src)` of (bytes read + bytes written) / 2 (a copy reads
 and writes its size, so it moves the bytes the kernel must move: the memory-bound limit). Rounds are interleaved
-(each round times every row once) and the figure is the median over rounds, so the machine's noise falls on all
+(each round times every row once, the three calls of a row taking turns to go first) and the figure is the
+median over rounds, so the machine's noise falls on all
 rows alike; compare the ratios, not the absolute times. Results are checked against torch before timing.
 """
 from __future__ import annotations
@@ -154,10 +155,13 @@ def run(rounds: int = 7, threads=None, say=print, only=None, cpu=False) -> dict:
                          "copy": (lambda s=src, d=dst: d.copy_(s)), "bytes": moved})
     say(f"timing {len(rows)} rows x 3 at threads {threads}, {rounds} interleaved rounds")
     times = {(i, c): [] for i in range(len(rows)) for c in ("pypto", "torch", "copy")}
-    for _ in range(rounds + 1):                 # the first round warms up and is dropped
+    order = ("pypto", "torch", "copy")
+    for rd in range(rounds + 1):                # the first round warms up and is dropped
         for i, r in enumerate(rows):
             torch.set_num_threads(r["threads"])
-            for c in ("pypto", "torch", "copy"):
+            # the three take turns going first: whatever the previous call leaves behind (torch's OpenMP
+            # workers still spinning, evicted caches) falls on each of them alike
+            for c in order[rd % 3:] + order[:rd % 3]:
                 times[(i, c)].append(_time(r[c], time.thread_time if cpu else time.perf_counter))
     torch.set_num_threads(allt)
     res = []
