@@ -5,7 +5,8 @@ Each generated figure sits between `<!-- bench:NAME -->` and `<!-- /bench:NAME -
 is replaced (REGIONS says what each NAME renders), everything else in the file is left byte for byte. A pair whose
 opening marker ends its line is a block (the region is rewritten as whole lines); otherwise it is inline text.
 `--check` rewrites nothing and exits 1 when a marked region differs from what the JSON renders.
-docs/figures/bench.json is the result the committed docs were written from.
+docs/figures/bench.json is the result the committed docs were written from; docs/figures/kernels.json (a
+`--kernels --json` result, given with `--kernels`) renders the kernel-speed region.
 """
 from __future__ import annotations
 
@@ -144,9 +145,48 @@ def render_cold(res: dict) -> str:
             f"{_dur(w['torch_reader_s'])} and makes its first call in {_dur(w['first_call_s'])}")
 
 
+def kernel_table(k: dict) -> list[str]:
+    """`python -m pypto.bench --kernels`'s table (markdown) and its geometric-mean lines, from its result."""
+    lines = ["| kernel | threads | pypto ms | torch ms | pypto / torch | copy ms | pypto / copy |",
+             "|---|---|---|---|---|---|---|"]
+    lines += [f"| {x['kernel']} | {x['threads']} | {x['pypto_ms']:.2f} | {x['torch_ms']:.2f} | {x['ratio']:.2f}x | "
+              f"{x['copy_ms']:.2f} | {x['copy_ratio']:.2f}x |" for x in k["rows"]]
+    return lines
+
+
+def render_kernels(res: dict) -> str:
+    """The kernel-speed table and its summary, from the `--kernels --json` result attached as res["kernels"]."""
+    k = res["kernels"]
+    geo = k.get("geomean_five") or {}
+    summary = ("Geometric mean of pypto / torch over the five issue kernels (axpy, softmax, layernorm, matmul "
+               "512^3, row sum): " + ", ".join(f"**{v:.2f}x at {t} thread{'s' if str(t) != '1' else ''}**"
+                                               for t, v in geo.items()) + ".")
+    comp = k.get("compile_s")
+    if comp:
+        summary += (" Compile (fresh g++ build of the generated source): "
+                    + ", ".join(f"{n} {v * 1e3:.0f} ms" for n, v in comp.items()) + ".")
+    return "\n".join(kernel_table(k) + [""] + textwrap.wrap(summary, WIDTH, break_on_hyphens=False))
+
+
+KERNEL_KEYS = ("kernel", "threads", "pypto_ms", "torch_ms", "ratio", "copy_ms", "copy_ratio")
+
+
+def load_kernels(path) -> dict:
+    """A `python -m pypto.bench --kernels --json` result (docs/figures/kernels.json)."""
+    k = json.loads(Path(path).read_text())
+    rows = k.get("rows") if isinstance(k, dict) else None
+    if not isinstance(rows, list) or not rows or not isinstance(k.get("geomean_five"), dict) or any(
+            not isinstance(r, dict) or any(key not in r for key in KERNEL_KEYS) for r in rows):
+        raise ValueError(f"{path}: not a `pypto.bench --kernels --json` result (rows with {', '.join(KERNEL_KEYS)} "
+                         f"and geomean_five)")
+    return k
+
+
 REGIONS = {"report": render_report, "peers": render_peers, "scale": render_scale, "inputs": render_inputs,
            "callgrind": render_callgrind,
-           "breakdown": render_breakdown, "cold": render_cold}
+           "breakdown": render_breakdown, "cold": render_cold, "kernels": render_kernels}
+# regions rendered from another result than the harness's: left as they are when that result is not given
+SOURCE = {"kernels": "kernels"}
 
 
 def load(path) -> dict:
@@ -182,6 +222,8 @@ def rewrite(text: str, res: dict, where: str = "document") -> str:
 
     def sub(m: re.Match) -> str:
         name, body = m.group(1), m.group(2)
+        if name in SOURCE and SOURCE[name] not in res:
+            return m.group(0)
         new = REGIONS[name](res)
         if body.startswith("\n"):
             new = f"\n{new}\n"
@@ -201,9 +243,14 @@ def main(argv=None) -> int:
     p.add_argument("result", help="the JSON that `python -m pypto.bench --json PATH` wrote")
     p.add_argument("--docs", default="docs", help="the docs folder (default: ./docs)")
     p.add_argument("--check", action="store_true", help="change nothing; exit 1 if a marked figure differs")
+    p.add_argument("--kernels", metavar="KERNELS.json",
+                   help="also the kernel-speed region, from a `python -m pypto.bench --kernels --json` result "
+                        "(docs/figures/kernels.json); without it that region is left as it is")
     args = p.parse_args(argv)
     try:
         res = load(args.result)
+        if args.kernels:
+            res = dict(res, kernels=load_kernels(args.kernels))
     except (OSError, ValueError) as e:
         print(f"pypto.bench.docs: {e}", file=sys.stderr)
         return 2

@@ -180,11 +180,9 @@ def run(rounds: int = 7, threads=None, say=print, only=None, cpu=False) -> dict:
 
 
 def print_table(res: dict, compile_s: dict | None = None, say=print):
-    say("| kernel | threads | pypto ms | torch ms | pypto / torch | copy ms | pypto / copy |")
-    say("|---|---|---|---|---|---|---|")
-    for x in res["rows"]:
-        say(f"| {x['kernel']} | {x['threads']} | {x['pypto_ms']:.2f} | {x['torch_ms']:.2f} | {x['ratio']:.2f}x | "
-            f"{x['copy_ms']:.2f} | {x['copy_ratio']:.2f}x |")
+    from .docs import kernel_table
+    for line in kernel_table(res):
+        say(line)
     for nt, gm in res["geomean_five"].items():
         say(f"geometric mean of pypto / torch over the five kernels at {nt} thread(s): {gm:.2f}x")
     if compile_s:

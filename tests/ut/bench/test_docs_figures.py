@@ -95,7 +95,8 @@ def test_the_command_rewrites_only_the_marked_regions(tmp_path):
 
 
 def test_committed_docs_are_what_the_committed_json_renders():
-    res = docs.load(DOCS / "figures" / "bench.json")
+    res = dict(docs.load(DOCS / "figures" / "bench.json"),
+               kernels=docs.load_kernels(DOCS / "figures" / "kernels.json"))
     seen = set()
     for name in docs.DOCS:
         text = (DOCS / name).read_text()
@@ -146,3 +147,38 @@ def test_a_json_that_is_not_a_harness_result_is_refused(tmp_path):
     proc = _run(tmp_path / "r.json", "--docs", tmp_path)
     assert proc.returncode == 2 and "not a pypto.bench result" in proc.stderr and "$.rows[0]: missing key 'median_ns'" in proc.stderr
     assert (tmp_path / "performance.md").read_text() == (DOCS / "performance.md").read_text()
+
+
+def _kernels_result() -> dict:
+    rows = [{"kernel": f"k{i}", "threads": t, "pypto_ms": 1.25 + i, "torch_ms": 2.5, "ratio": (1.25 + i) / 2.5,
+             "copy_ms": 0.625, "copy_ratio": (1.25 + i) / 0.625} for t in (1, 2) for i in range(2)]
+    return {"rows": rows, "geomean_five": {"1": 0.7777, "2": 1.2345}, "threads": [1, 2], "rounds": 3,
+            "clock": "wall", "compile_s": {"axpy": 0.111}}
+
+
+def test_the_kernel_speed_region_comes_from_the_kernels_json_and_only_with_it(tmp_path):
+    for name in docs.DOCS:
+        shutil.copy(DOCS / name, tmp_path / name)
+    k = tmp_path / "k.json"
+    k.write_text(json.dumps(_kernels_result()))
+    bench = DOCS / "figures" / "bench.json"
+    assert _run(bench, "--docs", tmp_path).returncode == 0            # without --kernels: the region stays
+    assert (tmp_path / "performance.md").read_text() == (DOCS / "performance.md").read_text()
+    proc = _run(bench, "--docs", tmp_path, "--kernels", k)
+    assert proc.returncode == 0, proc.stderr
+    old, new = (DOCS / "performance.md").read_text(), (tmp_path / "performance.md").read_text()
+    assert _outside(new) == _outside(old)
+    changed = {n for n, body in _regions(new).items() if body != _regions(old)[n]}
+    assert changed == {"kernels"}
+    region = _regions(new)["kernels"]
+    assert "| k1 | 2 | 2.25 | 2.50 | 0.90x | 0.62 | 3.60x |" in region
+    assert "**0.78x at 1 thread**, **1.23x at 2 threads**" in " ".join(region.split())
+    assert "axpy 111 ms" in region
+    assert _run(bench, "--docs", tmp_path, "--kernels", k, "--check").returncode == 0
+
+
+def test_a_kernels_json_without_its_rows_is_refused(tmp_path):
+    k = tmp_path / "k.json"
+    k.write_text(json.dumps({"rows": [{"kernel": "x"}], "geomean_five": {}}))
+    proc = _run(DOCS / "figures" / "bench.json", "--docs", tmp_path, "--kernels", k)
+    assert proc.returncode == 2 and "not a `pypto.bench --kernels --json` result" in proc.stderr
