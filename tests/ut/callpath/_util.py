@@ -37,6 +37,14 @@ def raises(exc_type, fn, *parts: str) -> str:
     return msg
 
 
+def fails_untouched(exc_type, fn, out, *parts: str) -> str:
+    """`raises`, and the output `out` holds the same bytes afterwards (a failed call wrote nothing)."""
+    before = snap(out)
+    msg = raises(exc_type, fn, *parts)
+    assert_untouched(before, out)
+    return msg
+
+
 def rand(*shape, dtype=torch.float32, seed=None) -> torch.Tensor:
     g = torch.Generator().manual_seed(seed if seed is not None else (hash(shape) & 0xFFFF))
     if dtype.is_floating_point:

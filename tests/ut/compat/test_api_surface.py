@@ -10,18 +10,10 @@ import torch
 import pypto
 from pypto.errors import KernelTraceError, PassError, UnsupportedFeatureError
 
+from callpath._util import fails_untouched as _fails_untouched
+
 F32, I32 = pypto.DT_FP32, pypto.DT_INT32
 ANY = pypto.Tensor([])
-
-
-def _fails_untouched(exc, fn, out, *parts):
-    before = out.clone()
-    with pytest.raises(exc) as ei:
-        fn()
-    for p in parts:
-        assert p in str(ei.value), f"expected {p!r} in: {ei.value}"
-    assert torch.equal(out, before), "a failed call wrote to its output"
-    return str(ei.value)
 
 
 # ---- enums --------------------------------------------------------------------------------------------------

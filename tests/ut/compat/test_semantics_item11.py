@@ -7,16 +7,9 @@ import torch
 import pypto
 from pypto.errors import KernelTraceError
 
+from callpath._util import fails_untouched as _fails_untouched
+
 F32, D = pypto.DT_FP32, pypto.DYNAMIC
-
-
-def _fails_untouched(exc, fn, out, *parts):
-    before = out.clone()
-    with pytest.raises(exc) as ei:
-        fn()
-    for p in parts:
-        assert p in str(ei.value), f"expected {p!r} in: {ei.value}"
-    assert torch.equal(out, before), "a failed call wrote to its output"
 
 
 # ---- t[i] of an integer tensor is a runtime scalar -----------------------------------------------------------
