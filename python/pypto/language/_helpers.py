@@ -6,7 +6,7 @@ from ..vocab.element import Element
 from ..ir import sym as S
 from ..ir.builder import current
 from ..ir.infer import broadcast_shapes, compute_dtype, fmt_shape, promote, promote_scalar, unsigned_mix
-from ..ir.nodes import Value
+from ..ir.nodes import Value, same_dim
 
 DT = DataType
 
@@ -150,3 +150,13 @@ def check_enum(v, enum_cls, op: str, what: str):
         members = ", ".join(f"{enum_cls.__name__}.{m.name}" for m in enum_cls)
         raise current(op).error(op, f"{what} must be a pypto.{enum_cls.__name__} ({members}), got {describe(v)}")
     return v
+
+
+def require_equal(b, x, y, op: str, static_msg: str, runtime_msg: str) -> None:
+    """Two sizes that must be equal: both static and different -> a trace error (static_msg); symbolic and not
+    provably the same -> a run-time check failing with runtime_msg; otherwise nothing."""
+    if isinstance(x, int) and isinstance(y, int):
+        if x != y:
+            raise b.error(op, static_msg)
+    elif not same_dim(x, y):
+        b.check(S.compare("==", x, y), runtime_msg, op)

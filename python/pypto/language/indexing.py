@@ -9,7 +9,7 @@ complete). Negative index values are out of range (as in torch.gather / torch.sc
 from __future__ import annotations
 
 from ..ir.infer import compute_dtype, norm_dim
-from ._helpers import DT, S, Value, check_operand, check_tensor, current, fmt_shape
+from ._helpers import DT, S, Value, check_operand, check_tensor, current, fmt_shape, require_equal
 from .shape_ops import reshape, write
 
 _INDEX_DTYPES = (DT.DT_INT8, DT.DT_UINT8, DT.DT_INT16, DT.DT_INT32, DT.DT_INT64)
@@ -204,13 +204,9 @@ def _same_dims(b, a: Value, c: Value, axes, op: str, a_name: str, c_name: str):
     """a.shape[ax] == c.shape[ax] for ax in axes (static: now; symbolic: a run-time check)."""
     for ax in axes:
         x, y = a.shape[ax], c.shape[ax]
-        if isinstance(x, int) and isinstance(y, int):
-            if x != y:
-                raise b.error(op, f"{a_name} shape {fmt_shape(a.shape)} and {c_name} shape {fmt_shape(c.shape)} "
-                                  f"differ in dim {ax} ({x} vs {y})")
-        else:
-            b.check(S.compare("==", x, y), f"{a_name} dim {ax} ({S.to_text(x)}) differs from {c_name} dim {ax} "
-                                           f"({S.to_text(y)})", op)
+        require_equal(b, x, y, op, f"{a_name} shape {fmt_shape(a.shape)} and {c_name} shape {fmt_shape(c.shape)} "
+                                   f"differ in dim {ax} ({x} vs {y})",
+                      f"{a_name} dim {ax} ({S.to_text(x)}) differs from {c_name} dim {ax} ({S.to_text(y)})")
 
 
 def index_select(input, dim, index):
@@ -252,13 +248,8 @@ def _index_add(input, dim, index, source, alpha, op: str) -> Value:
                           f"{fmt_shape(src.shape)}")
     _same_dims(b, src, t, [ax for ax in range(len(t.shape)) if ax != d], op, "source", "input")
     x, n = src.shape[d], index.shape[0]
-    if isinstance(x, int) and isinstance(n, int):
-        if x != n:
-            raise b.error(op, f"source has {x} slices along dim {d} but index has {n} entries (they must be "
-                              f"equal)")
-    else:
-        b.check(S.compare("==", x, n), f"source dim {d} ({S.to_text(x)}) differs from the length of index "
-                                       f"({S.to_text(n)})", op)
+    require_equal(b, x, n, op, f"source has {x} slices along dim {d} but index has {n} entries (they must be equal)",
+                  f"source dim {d} ({S.to_text(x)}) differs from the length of index ({S.to_text(n)})")
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)):
         raise b.error(op, f"alpha must be a number, got {alpha!r}")
     if isinstance(alpha, float) and not t.dtype.is_float:

@@ -14,7 +14,7 @@ from ..ir.infer import norm_dim
 from ..vocab.annotations import Tensor, TileOpFormat
 from ..ir.nodes import LOCAL, row_major, same_dim
 from ._helpers import (DT, S, Value, check_dtype, check_int_like, check_int_list, check_operand, check_tensor,
-                       current, elementwise, fmt_shape)
+                       current, elementwise, fmt_shape, require_equal)
 from .elementwise import cast, eq
 
 
@@ -202,13 +202,9 @@ def write(dst: Value, src, op: str):
         for ax, (sd, dd) in enumerate(zip(src.shape, dst.shape[lead:])):
             if isinstance(sd, int) and sd == 1:
                 continue
-            if isinstance(sd, int) and isinstance(dd, int):
-                if sd != dd:
-                    raise b.error(op, f"shape mismatch: cannot write a value of shape {fmt_shape(src.shape)} "
-                                      f"into a region of shape {fmt_shape(dst.shape)}")
-            elif not same_dim(sd, dd):
-                b.check(S.compare("==", sd, dd), f"shape mismatch at run time: value dim {S.to_text(sd)} vs "
-                                                 f"target dim {S.to_text(dd)}", op)
+            require_equal(b, sd, dd, op, f"shape mismatch: cannot write a value of shape {fmt_shape(src.shape)} "
+                                         f"into a region of shape {fmt_shape(dst.shape)}",
+                          f"shape mismatch at run time: value dim {S.to_text(sd)} vs target dim {S.to_text(dd)}")
         if src.storage is dst.storage and not src.is_root:
             src = elementwise("cast", [src], src.dtype, (None,), op)   # overlapping copy: go through a temp
     b.assign(dst, src, op)

@@ -6,8 +6,8 @@ differences listed in docs/compat.md; results are exact on the simulator.
 from __future__ import annotations
 
 from ..ir.infer import norm_dim
-from ..ir.nodes import same_dim
-from ._helpers import DT, S, Value, check_int_like, check_operand, check_tensor, compute_dtype, current, fmt_shape
+from ._helpers import (DT, S, Value, check_int_like, check_operand, check_tensor, compute_dtype, current, fmt_shape,
+                       require_equal)
 from . import elementwise as E
 from .reduce import mean, sum as _sum
 from .shape_ops import _local, _window, arange, concat, getitem, reshape, unsqueeze, write
@@ -232,13 +232,9 @@ def _pair(input, other, op: str):
         raise b.error(op, f"input and other must have the same shape, got {fmt_shape(a.shape)} and "
                           f"{fmt_shape(o.shape)}")
     for ax, (x, y) in enumerate(zip(a.shape, o.shape)):
-        if isinstance(x, int) and isinstance(y, int):
-            if x != y:
-                raise b.error(op, f"input and other must have the same shape, got {fmt_shape(a.shape)} and "
-                                  f"{fmt_shape(o.shape)}")
-        elif not same_dim(x, y):
-            b.check(S.compare("==", x, y), f"input dim {ax} ({S.to_text(x)}) differs from other dim {ax} "
-                                           f"({S.to_text(y)})", op)
+        require_equal(b, x, y, op, f"input and other must have the same shape, got {fmt_shape(a.shape)} and "
+                                   f"{fmt_shape(o.shape)}",
+                      f"input dim {ax} ({S.to_text(x)}) differs from other dim {ax} ({S.to_text(y)})")
     return b, a, o
 
 
