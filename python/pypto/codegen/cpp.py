@@ -17,6 +17,7 @@ from ..vocab.dtypes import DataType as DT
 from ..ir import sym as S
 from ..ir.nodes import (LOCAL, PARAM, TEMP, Assign, Check, If, Kernel, Loop, Op, ScalarRead, Storage, UnrolledLoop,
                         Value)
+from .conv_random import ConvRandomEmitter
 from .lanes import emit_reduce
 from .names import c_string
 from .quant import QuantEmitter
@@ -27,7 +28,7 @@ STACK_TOTAL_MAX = 512 * 1024       # bytes of stack temporaries per kernel befor
 DEFAULT_MM_TILE = (64, 256, 256)   # (m0, k0, n0) when set_cube_tile_shapes was not called
 
 
-class _Emitter(QuantEmitter):
+class _Emitter(QuantEmitter, ConvRandomEmitter):
     def __init__(self, kernel: Kernel):
         self.k = kernel
         self.lines: list[str] = []

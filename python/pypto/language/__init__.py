@@ -27,6 +27,9 @@ from .shape_ops import (arange, one_hot, assemble, concat, expand_clone, full, p
                         unsqueeze, view, zeros, ones)
 from .struct_ops import (argmax, argmin, argsort, atomic_add, axpy_, deinterleave, fillpad, gathermask, interleave,
                          pad, tril, triu, var)
+from .control import ceil_div
+from .conv import conv
+from .random import normal, uniform
 from .quant_ops import (ROUND_DOWN, ROUND_UP, DequantScaleRoundingMode, dequantize, expand_exp_dif, pack, quant_mx,
                         quantize, scaled_mm, unpack)
 
@@ -56,7 +59,10 @@ __all__ = [
     # quantization (quant_ops.py)
     "quantize", "dequantize", "quant_mx", "scaled_mm", "pack", "unpack", "expand_exp_dif",
     "DequantScaleRoundingMode", "ROUND_UP", "ROUND_DOWN",
+    # convolution, random numbers, ceil_div (conv.py, random.py, control.py)
+    "conv", "uniform", "normal", "ceil_div",
 ]
 
 tensor_methods.install()  # kernel tensors get their operators and methods
+tensor_methods.register_tensor_class()  # isinstance(kernel tensor, pypto.Tensor) is True
 control.install_scalar_methods()  # symbolic scalars get abs()

@@ -5,7 +5,7 @@ import builtins
 import threading
 
 from ..ir.builder import active
-from ._helpers import S, check_int_like, current
+from ._helpers import DT, S, Value, check_int_like, current
 
 
 def loop(*args, name=None, unroll_list=None, parallel=False, step=None, idx_name=None, submit_before_loop=False,
@@ -164,6 +164,28 @@ def ceildiv(a, b):
             raise ZeroDivisionError("pypto.ceildiv: division by zero")
         return -(-a // b)
     return (a + b - 1) // b
+
+
+def ceil_div(self, other):
+    """`pypto.ceil_div(self, other)`: ceil(self / other) elementwise for DT_INT32 tensors (other a DT_INT32 tensor or
+    an int; shapes broadcast), computed exactly as -((-self) // other) with floored division, so negative operands
+    round toward +inf (ceil(-7 / 2) = -3). With ints / symbolic ints on both sides it is `pypto.ceildiv`."""
+    if not isinstance(self, Value) and not isinstance(other, Value):
+        return ceildiv(self, other)
+    from . import elementwise as E
+    op = "ceil_div"
+    b = current(op)
+    for what, x in (("self", self), ("other", other)):
+        if isinstance(x, Value):
+            if x.dtype != DT.DT_INT32:
+                raise b.error(op, f"{what} must be a DT_INT32 tensor, got {x.dtype.name}")
+        elif isinstance(x, bool) or not isinstance(x, int):
+            raise b.error(op, f"{what} must be a DT_INT32 tensor or an int, got {x!r}")
+    if not isinstance(self, Value):
+        raise b.error(op, f"self must be a DT_INT32 tensor, got {self!r}")
+    if isinstance(other, int) and other == 0:
+        raise b.error(op, "other must not be 0")
+    return E.neg(E.floor_divide(E.neg(self), other))
 
 
 def _sym_abs(x):

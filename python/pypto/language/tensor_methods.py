@@ -476,6 +476,12 @@ def _located(plain):
     return hook
 
 
+def register_tensor_class() -> None:
+    """`isinstance(x, pypto.Tensor)` is True for kernel tensors (the IR's Value), as in the reference."""
+    from ..vocab.annotations import Tensor
+    Tensor.register_tensor_class(Value)
+
+
 def install() -> None:
     """Copy every operator and method of TensorMethods onto the IR's Value (once, when the language is imported)."""
     for name, attr in vars(TensorMethods).items():

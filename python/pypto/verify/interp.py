@@ -20,6 +20,7 @@ from ..errors import KernelRuntimeError
 from ..vocab.dtypes import DataType as DT
 from ..ir import sym as S
 from ..ir.nodes import PARAM, Assign, Check, If, Kernel, Loop, Op, ScalarRead, UnrolledLoop, Value
+from .conv_random import ConvRandomInterp
 from .quant import QuantInterp
 
 _TORCH = {
@@ -57,7 +58,7 @@ class UnsupportedOp(Exception):
     """The interpreter has no rule for an op kind (reported by verify as a skipped stage)."""
 
 
-class _Interp(QuantInterp):
+class _Interp(QuantInterp, ConvRandomInterp):
     def __init__(self, k: Kernel, tensors, scalars):
         self.k = k
         self.env: dict = {}

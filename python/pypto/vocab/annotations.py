@@ -74,6 +74,17 @@ def _check_dim(d, where: str):
 
 
 class _TensorMeta(type):
+    """Also makes `isinstance(x, pypto.Tensor)` true for the tensors of a kernel body: this layer cannot import
+    the IR, so the language layer registers the IR's tensor class with `register_tensor_class`."""
+    _kernel_tensor_classes: tuple = ()
+
+    def register_tensor_class(cls, klass: type) -> None:
+        if klass not in _TensorMeta._kernel_tensor_classes:
+            _TensorMeta._kernel_tensor_classes += (klass,)
+
+    def __instancecheck__(cls, obj) -> bool:
+        return type.__instancecheck__(cls, obj) or isinstance(obj, _TensorMeta._kernel_tensor_classes)
+
     def __getitem__(cls, item):
         # pypto.Tensor[[shape], dtype, ...] : positional only (Python's subscript has no keywords);
         # a trailing dict supplies keyword arguments, e.g. pypto.Tensor[[4], pypto.DT_FP32, {"format": NZ}].
