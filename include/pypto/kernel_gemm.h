@@ -151,17 +151,33 @@ static int gemm_f32(int64_t M, int64_t N, int64_t K, const TA* a, int64_t as0, i
   int64_t runs = nt <= 1 ? 1 : ((int64_t)nt * 4 + nb - 1) / nb;
   if (runs > mb) runs = mb;
   const bool adirect = gemm_a_direct<TA>(as1);
+  const int64_t kmax = K < kc ? K : kc, kbn = (K + kc - 1) / kc, bblock = nc * kmax;
+  /* with several runs per column block, B is packed once, by all threads, into one shared buffer of
+   * (column block, K block) blocks, and every run reads it: no thread repacks what another packed. The caller's
+   * scratch is used; workers only touch it inside run_parts. Up to 16 MiB of packed B; beyond, each task packs
+   * its own blocks. */
+  float* ball = runs > 1 && nb * kbn * bblock <= (int64_t)1 << 22 ? gemm_scratch(1, (size_t)(nb * kbn * bblock)) : 0;
+  if (ball) {
+    auto pack = [&](int64_t t) -> int {
+      const int64_t jb = (t / kbn) * nc, kb = (t % kbn) * kc;
+      gemm_pack_b(b, bs0, bs1, kb, K - kb < kc ? K - kb : kc, jb, N - jb < nc ? N - jb : nc, ball + t * bblock);
+      return 0;
+    };
+    run_parts(nb * kbn, nt, pack);
+  }
   auto task = [&](int64_t t) -> int {
-    const int64_t jb = (t / runs) * nc, run = t % runs;
+    const int64_t jbi = t / runs, jb = jbi * nc, run = t % runs;
     const int64_t ib0 = mb * run / runs * mc, ib1 = mb * (run + 1) / runs * mc;
     const int64_t n = N - jb < nc ? N - jb : nc;
     const int64_t npad = (n + GEMM_NR - 1) / GEMM_NR * GEMM_NR;
-    const int64_t kmax = K < kc ? K : kc;
     float* ap = adirect ? 0 : gemm_scratch(0, (size_t)(mc * kmax));
-    float* bp = gemm_scratch(1, (size_t)(npad * kmax));
+    float* bp = ball ? 0 : gemm_scratch(1, (size_t)(npad * kmax));
     for (int64_t kb = 0; kb < K; kb += kc) {
       const int64_t k = K - kb < kc ? K - kb : kc;
-      gemm_pack_b(b, bs0, bs1, kb, k, jb, n, bp);
+      if (ball)
+        bp = ball + (jbi * kbn + kb / kc) * bblock;
+      else
+        gemm_pack_b(b, bs0, bs1, kb, k, jb, n, bp);
       for (int64_t ib = ib0; ib < ib1 && ib < M; ib += mc) {
         const int64_t m = M - ib < mc ? M - ib : mc;
         if (!adirect) gemm_pack_a(a, as0, as1, ib, m, kb, k, ap);
