@@ -140,9 +140,19 @@ static int gemm_f32(int64_t M, int64_t N, int64_t K, const TA* a, int64_t as0, i
       for (int64_t j = 0; j < N; ++j) c[i * ldc + j] = 0.0f;
     return 0;
   }
-  mc = (mc + GEMM_MR - 1) / GEMM_MR * GEMM_MR;
-  nc = (nc + GEMM_NR - 1) / GEMM_NR * GEMM_NR;
+  /* Cache blocks. kc comes from the cube tiles and fixes the order of the sums (so the bits). mc and nc change
+   * no sum: the tiles' m and n are hints, and the blocks are sized for the caches instead: a (kc x nc) block of
+   * packed B of up to 1 MiB stays in L2 and serves every row, an A block of mc x kc (~32 KiB) stays in L1 while
+   * the micro-kernel sweeps B's panels (measured, 1 thread, 1024^3: 13.9 -> 13.0 ms against the 128 x 256
+   * blocks of the bench's tiles; 512^3 ~1.5% faster). */
+  (void)mc;
+  (void)nc;
   if (kc < 1) kc = 1;
+  nc = ((int64_t)1 << 18) / kc / GEMM_NR * GEMM_NR;
+  if (nc < GEMM_NR) nc = GEMM_NR;
+  if (nc > (N + GEMM_NR - 1) / GEMM_NR * GEMM_NR) nc = (N + GEMM_NR - 1) / GEMM_NR * GEMM_NR;
+  mc = 8192 / kc / GEMM_MR * GEMM_MR;
+  if (mc < GEMM_MR) mc = GEMM_MR;
   const int64_t mb = (M + mc - 1) / mc, nb = (N + nc - 1) / nc;
   const double work = (double)M * (double)N * (double)K;
   const int32_t nt = work < 64.0 * 65536.0 ? 1 : nthreads;
