@@ -38,6 +38,8 @@ static __attribute__((noinline)) void gemm_micro(int64_t kc, const float* __rest
     acc[r][0] = acc[r][1] = (gemm_vf){};
     ar[r] = ap + (r < mr ? r : mr - 1) * asr; /* rows past mr repeat the last one (their sums are dropped) */
   }
+  /* unrolled by 4 (the loop overhead shows: 512^3 ~5% faster); each accumulator still sums k in order */
+#pragma GCC unroll 4
   for (int64_t k = 0; k < kc; ++k) {
     const gemm_vf b0 = *(const gemm_vf*)(bp + k * GEMM_NR);
     const gemm_vf b1 = *(const gemm_vf*)(bp + k * GEMM_NR + GEMM_VL);
