@@ -38,6 +38,8 @@ static __attribute__((noinline)) void gemm_micro(int64_t kc, const float* __rest
     acc[r][0] = acc[r][1] = (gemm_vf){};
     ar[r] = ap + (r < mr ? r : mr - 1) * asr; /* rows past mr repeat the last one (their sums are dropped) */
   }
+  /* unrolled by 4 (the loop overhead shows: 512^3 ~5% faster); each accumulator still sums k in order */
+#pragma GCC unroll 4
   for (int64_t k = 0; k < kc; ++k) {
     const gemm_vf b0 = *(const gemm_vf*)(bp + k * GEMM_NR);
     const gemm_vf b1 = *(const gemm_vf*)(bp + k * GEMM_NR + GEMM_VL);
@@ -140,9 +142,17 @@ static int gemm_f32(int64_t M, int64_t N, int64_t K, const TA* a, int64_t as0, i
       for (int64_t j = 0; j < N; ++j) c[i * ldc + j] = 0.0f;
     return 0;
   }
-  mc = (mc + GEMM_MR - 1) / GEMM_MR * GEMM_MR;
-  nc = (nc + GEMM_NR - 1) / GEMM_NR * GEMM_NR;
+  /* Cache blocks. kc comes from the cube tiles and fixes the order of the sums (so the bits). mc and nc change
+   * no sum: the tiles' m and n are hints, and the blocks are sized for the caches instead: a (kc x nc) block of
+   * packed B of up to 1 MiB stays in L2 and serves every row, an A block of mc x kc (~32 KiB) stays in L1 while
+   * the micro-kernel sweeps B's panels (measured, 1 thread, 1024^3: 13.9 -> 13.0 ms against the 128 x 256
+   * blocks of the bench's tiles; 512^3 ~1.5% faster). The mc and nc passed in are overwritten. */
   if (kc < 1) kc = 1;
+  nc = ((int64_t)1 << 18) / kc / GEMM_NR * GEMM_NR;
+  if (nc < GEMM_NR) nc = GEMM_NR;
+  if (nc > (N + GEMM_NR - 1) / GEMM_NR * GEMM_NR) nc = (N + GEMM_NR - 1) / GEMM_NR * GEMM_NR;
+  mc = 8192 / kc / GEMM_MR * GEMM_MR;
+  if (mc < GEMM_MR) mc = GEMM_MR;
   const int64_t mb = (M + mc - 1) / mc, nb = (N + nc - 1) / nc;
   const double work = (double)M * (double)N * (double)K;
   const int32_t nt = work < 64.0 * 65536.0 ? 1 : nthreads;
@@ -151,17 +161,33 @@ static int gemm_f32(int64_t M, int64_t N, int64_t K, const TA* a, int64_t as0, i
   int64_t runs = nt <= 1 ? 1 : ((int64_t)nt * 4 + nb - 1) / nb;
   if (runs > mb) runs = mb;
   const bool adirect = gemm_a_direct<TA>(as1);
+  const int64_t kmax = K < kc ? K : kc, kbn = (K + kc - 1) / kc, bblock = nc * kmax;
+  /* with several runs per column block, B is packed once, by all threads, into one shared buffer of
+   * (column block, K block) blocks, and every run reads it: no thread repacks what another packed. The caller's
+   * scratch is used; workers only touch it inside run_parts. Up to 16 MiB of packed B; beyond, each task packs
+   * its own blocks. */
+  float* ball = runs > 1 && nb * kbn * bblock <= (int64_t)1 << 22 ? gemm_scratch(1, (size_t)(nb * kbn * bblock)) : 0;
+  if (ball) {
+    auto pack = [&](int64_t t) -> int {
+      const int64_t jb = (t / kbn) * nc, kb = (t % kbn) * kc;
+      gemm_pack_b(b, bs0, bs1, kb, K - kb < kc ? K - kb : kc, jb, N - jb < nc ? N - jb : nc, ball + t * bblock);
+      return 0;
+    };
+    run_parts(nb * kbn, nt, pack);
+  }
   auto task = [&](int64_t t) -> int {
-    const int64_t jb = (t / runs) * nc, run = t % runs;
+    const int64_t jbi = t / runs, jb = jbi * nc, run = t % runs;
     const int64_t ib0 = mb * run / runs * mc, ib1 = mb * (run + 1) / runs * mc;
     const int64_t n = N - jb < nc ? N - jb : nc;
     const int64_t npad = (n + GEMM_NR - 1) / GEMM_NR * GEMM_NR;
-    const int64_t kmax = K < kc ? K : kc;
     float* ap = adirect ? 0 : gemm_scratch(0, (size_t)(mc * kmax));
-    float* bp = gemm_scratch(1, (size_t)(npad * kmax));
+    float* bp = ball ? 0 : gemm_scratch(1, (size_t)(npad * kmax));
     for (int64_t kb = 0; kb < K; kb += kc) {
       const int64_t k = K - kb < kc ? K - kb : kc;
-      gemm_pack_b(b, bs0, bs1, kb, k, jb, n, bp);
+      if (ball)
+        bp = ball + (jbi * kbn + kb / kc) * bblock;
+      else
+        gemm_pack_b(b, bs0, bs1, kb, k, jb, n, bp);
       for (int64_t ib = ib0; ib < ib1 && ib < M; ib += mc) {
         const int64_t m = M - ib < mc ? M - ib : mc;
         if (!adirect) gemm_pack_a(a, as0, as1, ib, m, kb, k, ap);

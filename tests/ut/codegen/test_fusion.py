@@ -336,3 +336,32 @@ def test_matmul_writes_its_destination_directly_unless_it_overlaps_an_input():
     lib, src = _build(k, (sq, bsq, sq), True)
     launch(lib, [sq, bsq, sq], num_threads=1)         # out is a: the product must come from the old a
     torch.testing.assert_close(sq, ref, rtol=1e-5, atol=1e-4)
+
+
+def test_matmul_bits_do_not_depend_on_the_thread_count():
+    """A matmul big enough for the pool (200x150x170 > 4 Mi multiply-adds) with several runs of row blocks per
+    column block (7 row blocks of 32, 3 column blocks of 64: 3-4 runs at 2-3 threads): B is then packed once into
+    a buffer shared by the threads (kernel_gemm.h). Edge blocks in every dim (K = 150 is 3 blocks of 48 and one
+    of 6; N = 170 ends in a 42-column block), fp32 and bf16 inputs (bf16 B converts while packing). Every thread
+    count gives the bits of the serial run, and the result is the product."""
+    B2 = pypto.Tensor([pypto.STATIC, pypto.STATIC], pypto.DT_BF16)
+
+    def k(a: S2, b: S2, out: S2):
+        pypto.set_cube_tile_shapes([32, 32], [48, 48], [64, 64])
+        out[:] = pypto.matmul(a, b, pypto.DT_FP32)
+
+    def k16(a: B2, b: B2, out: S2):
+        pypto.set_cube_tile_shapes([32, 32], [48, 48], [64, 64])
+        out[:] = pypto.matmul(a, b, pypto.DT_FP32)
+
+    g = torch.Generator().manual_seed(3)
+    a, b = torch.randn(200, 150, generator=g), torch.randn(150, 170, generator=g)
+    for fn, x, y in ((k, a, b), (k16, a.bfloat16(), b.bfloat16())):
+        lib, _ = _build(fn, (x, y, torch.zeros(200, 170)), True)
+        res = {}
+        for nt in (1, 2, 3, 2):
+            out = torch.full((200, 170), float("nan"))
+            launch(lib, [x, y, out], num_threads=nt)
+            res.setdefault(nt, out)
+            assert torch.equal(_bits(out), _bits(res[1])), (fn.__name__, nt)
+        torch.testing.assert_close(res[1], x.double() @ y.double(), rtol=1e-5, atol=1e-4, check_dtype=False)
