@@ -20,25 +20,23 @@ def _data(shape, td, seed=0):
     return torch.randint(-50, 50, shape, generator=g, dtype=td)
 
 
-def _run_fails(kernel, args, *needles):
-    """kernel(*args) raises KernelRuntimeError naming every needle; every argument is untouched."""
+def _fails(exc, kernel, args, *needles):
+    """kernel(*args) raises exc naming every needle; every argument is untouched."""
     before = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
-    with pytest.raises(KernelRuntimeError) as ei:
+    with pytest.raises(exc) as ei:
         kernel(*args)
     for n in needles:
         assert n in str(ei.value), (n, str(ei.value))
     for a, b in zip(args, before):
         assert torch.equal(a, b) if isinstance(a, torch.Tensor) else a == b
+
+
+def _run_fails(kernel, args, *needles):
+    _fails(KernelRuntimeError, kernel, args, *needles)
 
 
 def _trace_fails(kernel, args, *needles):
-    before = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
-    with pytest.raises(KernelTraceError) as ei:
-        kernel(*args)
-    for n in needles:
-        assert n in str(ei.value), (n, str(ei.value))
-    for a, b in zip(args, before):
-        assert torch.equal(a, b) if isinstance(a, torch.Tensor) else a == b
+    _fails(KernelTraceError, kernel, args, *needles)
 
 
 # ---- index_select ---------------------------------------------------------------------------------------------
