@@ -21,6 +21,8 @@ TILE_BUFFER_BUDGET = 192 * 1024    # bytes of tile buffers per tile (L2-resident
 TILE_TARGET_ELEMS = 8192           # elements per tile when set_vec_tile_shapes does not say
 PARALLEL_MIN_WORK = 65536          # elements; kernel_par.h's PARALLEL_MIN_WORK (no pool below it)
 STREAM_MIN_BYTES = 4 << 20         # outputs at least this large (twice a core's L2) use streaming stores
+TILE_L1_BYTES = 8 * 1024           # a tile's buffers + the input rows it reads stay within this (a sixth of L1)
+PREFETCH_BLOCK = 64                # elements per prefetch request of the next tile's rows (4 lines of fp32)
 
 
 def _is1(d) -> bool:
@@ -127,6 +129,23 @@ class FusedEmitter(_Emitter):
             row_bytes += n * op.out.dtype.itemsize
         if row_bytes:
             T = min(T, max(1, TILE_BUFFER_BUDGET // row_bytes))
+        # A tile's working set (its buffers and the input rows its passes read) kept well inside L1: every pass
+        # after the first reads from L1, and the next tile's prefetch (below) stays a few KB ahead. The row count
+        # of a tile changes where values live, never what is computed (tiles are disjoint rows).
+        in_bytes = 0
+        for views in g.read_ext.values():
+            per_sid = 0
+            for v, k in views:
+                if k is None:
+                    continue
+                n = 1
+                for j, x in enumerate(v.shape):
+                    if j != k:
+                        n *= x if isinstance(x, int) else 1024
+                per_sid = max(per_sid, n * v.dtype.itemsize)
+            in_bytes += per_sid
+        if row_bytes + in_bytes:
+            T = min(T, max(1, TILE_L1_BYTES // (row_bytes + in_bytes)))
         ub = S.upper_bound(g.n0)
         if isinstance(ub, int) and ub > 0:
             T = min(T, ub)
@@ -141,13 +160,14 @@ class FusedEmitter(_Emitter):
             out.append(None if _is1(d) else idx[lead + k])
         return out
 
-    def _offset(self, strides, idx, local: bool) -> str:
+    def _offset(self, strides, idx, local: bool, ahead: int = 0) -> str:
         terms = []
         for s, e in zip(strides, idx):
             if e is None or (isinstance(s, int) and s == 0):
                 continue
             var, is_row = e
-            x = f"({self.r0} + {var})" if (is_row and not local) else var
+            r0 = f"{self.r0} + {ahead}" if ahead else self.r0
+            x = f"({r0} + {var})" if (is_row and not local) else var
             terms.append(x if (isinstance(s, int) and s == 1) else f"{x} * {S.to_cpp(s)}")
         return " + ".join(terms) if terms else "0"
 
@@ -201,6 +221,76 @@ class FusedEmitter(_Emitter):
             idx[k] = (v, k == axis)
             opened += 1
         return idx, opened
+
+    # ---- the next tile's rows --------------------------------------------------------------------------------
+    def _prefetch_plan(self, g: Group, T: int):
+        """Where the next tile's input rows are requested: in the group's second pass over whole rows (the first
+        brings this tile's rows from memory; the second reads them from L1 and computes, the exp of a softmax, the
+        variance of a layernorm). Requests spread over that pass keep memory busy while it computes, and the next
+        tile's first pass finds its rows in the cache. Returns (statement, [(view, pointer)]) or None: one-pass
+        groups (streaming kernels: the hardware prefetcher keeps up), rows of fewer than PREFETCH_BLOCK elements,
+        inputs whose rows are not contiguous along the last dim."""
+        per_row = [self._row_elems(g, st) for st in g.stmts]
+        known = [n for n in per_row if n is not None]
+        if not known or max(known) < PREFETCH_BLOCK:
+            return None
+        top = max(known)
+        passes = [st for st, n in zip(g.stmts, per_row)        # statements that loop (not inlined ones)
+                  if n == top and g.axis[id(st)] != len(g.domain(st)) - 1
+                  and (isinstance(st, Assign) or st.kind == "reduce"
+                       or st.out.storage.sid in g.buffer or st.out.storage.sid in g.escape)]
+        if len(passes) < 2:
+            return None
+        st = passes[1]
+        dom, ax = g.domain(st), g.axis[id(st)]
+        if not isinstance(st, Assign) and st.kind == "reduce" and list(st.attrs["dims"]) != [len(dom) - 1]:
+            return None
+        targets, seen = [], set()
+        for views in g.read_ext.values():
+            for v, k in views:
+                q = self.ptrs.get(id(v))
+                if (k is None or q is None or q in seen or k == len(v.shape) - 1 or len(v.shape) > len(dom)
+                        or k + len(dom) - len(v.shape) != ax or _is1(v.shape[-1])
+                        or not (isinstance(v.strides[-1], int) and v.strides[-1] == 1)):
+                    continue
+                seen.add(q)
+                targets.append((v, q))
+        return (st, targets, T) if targets else None
+
+    def _prefetch(self, st, idx: list, j: str, n: int):
+        """Prefetch requests for the next tile's elements [j, j + n) of the row at idx (st's domain)."""
+        if self.pf is None or self.pf[0] is not st:
+            return
+        _, targets, T = self.pf
+        for v, q in targets:
+            full = list(idx)
+            full[-1] = (j, False)
+            off = self._offset(v.strides, self._align(v, full), False, ahead=T)
+            nbytes = max(64, (n * v.dtype.itemsize + 63) // 64 * 64)
+            self.line(f"pypto_rt::prefetch_at<{nbytes}>({q}, {off});")
+
+    def _last_dim_loop(self, st, idx: list, n: str, body):
+        """The loop over the last dim of st's domain (idx: the outer entries; the last is filled here) emitting
+        body(idx) once; in blocks of PREFETCH_BLOCK elements with the next tile's requests when st is the
+        prefetching pass."""
+        k = len(idx) - 1
+        v = self.fresh("i")
+        if self.pf is None or self.pf[0] is not st:
+            self.line("#pragma GCC ivdep")
+            self.open(f"for (int64_t {v} = 0; {v} < {n}; ++{v})")
+            idx[k] = (v, False)
+            body(idx)
+            self.close()
+            return
+        j, e = self.fresh("j"), self.fresh("e")
+        self.open(f"for (int64_t {j} = 0; {j} < {n}; {j} += {PREFETCH_BLOCK})")
+        self._prefetch(st, idx, j, PREFETCH_BLOCK)
+        self.line(f"const int64_t {e} = pypto_rt::imin((int64_t)({j} + {PREFETCH_BLOCK}), (int64_t)({n}));")
+        self.line("#pragma GCC ivdep")
+        self.open(f"for (int64_t {v} = {j}; {v} < {e}; ++{v})")
+        idx[k] = (v, False)
+        body(idx)
+        self.close(2)
 
     # ---- one group ------------------------------------------------------------------------------------------
     def group(self, g: Group):
@@ -280,6 +370,7 @@ class FusedEmitter(_Emitter):
                 self.line(f"pypto_rt::Scratch {name}_s((pypto_rt::size_t)({S.to_cpp(acc)}) * sizeof({ct}));")
                 self.line(f"{ct}* {name} = ({ct}*){name}_s.p;")
             self.bufs[sid] = (name, strides)
+        self.pf = self._prefetch_plan(g, T)
         tt = self.fresh("tt")
         self.streamed = False
         self.r0, self.nr = self.fresh("r0"), self.fresh("nr")
@@ -298,8 +389,16 @@ class FusedEmitter(_Emitter):
             self.line("pypto_rt::stream_fence();")
 
     def fused_ew(self, g: Group, op):
-        idx, opened = self._domain_nest(op.out.shape, g.axis[id(op)])
-        self.line(f"{self.store_target(op.out.storage.sid, idx)} = {self.ew_value(op, idx)};")
+        dom, ax = op.out.shape, g.axis[id(op)]
+        if self.pf is None or self.pf[0] is not op:
+            idx, opened = self._domain_nest(dom, ax)
+            self.line(f"{self.store_target(op.out.storage.sid, idx)} = {self.ew_value(op, idx)};")
+            self.close(opened)
+            return
+        k = len(dom) - 1
+        idx, opened = self._domain_nest(dom, ax, list(range(k)))
+        self._last_dim_loop(op, idx, self.dim(dom[k]), lambda ix: self.line(
+            f"{self.store_target(op.out.storage.sid, ix)} = {self.ew_value(op, ix)};"))
         self.close(opened)
 
     def streams(self, g: Group, st: Assign) -> bool:
@@ -325,8 +424,14 @@ class FusedEmitter(_Emitter):
             return self.consts[(id(st), 0)]
 
         if not self.streams(g, st):
-            idx, opened = self._domain_nest(dst.shape, ax)
-            self.line(f"{self.ptrs[id(dst)]}[{self._offset(dst.strides, idx, False)}] = {rhs(idx)};")
+            if self.pf is not None and self.pf[0] is st:
+                k = len(dst.shape) - 1
+                idx, opened = self._domain_nest(dst.shape, ax, list(range(k)))
+                self._last_dim_loop(st, idx, self.dim(dst.shape[k]), lambda ix: self.line(
+                    f"{self.ptrs[id(dst)]}[{self._offset(dst.strides, ix, False)}] = {rhs(ix)};"))
+            else:
+                idx, opened = self._domain_nest(dst.shape, ax)
+                self.line(f"{self.ptrs[id(dst)]}[{self._offset(dst.strides, idx, False)}] = {rhs(idx)};")
             self.close(opened)
             return
         # a contiguous run along the last dim that starts on a 64-byte line and is whole lines: computed a line
@@ -346,6 +451,8 @@ class FusedEmitter(_Emitter):
         self.line(f"const int64_t {n} = {self.nr if row else self.dim(dst.shape[k])};")
         self.open(f"if (pypto_rt::stream_ok({d}, {n} * (int64_t)sizeof({ct})))")
         self.open(f"for (int64_t {j} = 0; {j} < {n}; {j} += {per})")
+        if not row:
+            self._prefetch(st, idx, j, per)
         self.line(f"alignas(64) {ct} {v}[{per}];")
         self.line("#pragma GCC ivdep")
         self.line(f"for (int64_t {l} = 0; {l} < {per}; ++{l}) {v}[{l}] = {rhs(at(f'({j} + {l})'))};")
@@ -379,7 +486,13 @@ class FusedEmitter(_Emitter):
         def store(acc):
             self.line(f"{target} = pypto_rt::Cvt<{ctype(out.dtype)}>::from({acc});")
 
-        emit_reduce(self, op.attrs["fn"], ct, [self.dim(t.shape[k]) for k in dims], load, store)
+        def each_block(j, n):
+            full = list(idx)
+            full[-1] = (j, False)
+            self._prefetch(op, full, j, n)
+
+        emit_reduce(self, op.attrs["fn"], ct, [self.dim(t.shape[k]) for k in dims], load, store,
+                    each_block if (self.pf is not None and self.pf[0] is op) else None)
         self.close(opened)
 
 

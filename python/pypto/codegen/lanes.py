@@ -22,9 +22,11 @@ def lanes_of(ct) -> int:
     return 1
 
 
-def emit_reduce(em, fn: str, ct, extents: list, load, store):
+def emit_reduce(em, fn: str, ct, extents: list, load, store, each_block=None):
     """Emit the reduction of `load(index vars)` over loops of `extents` (C++ expressions, row-major) and call
-    `store(result expression)` (the compute type ct) once, after the loops."""
+    `store(result expression)` (the compute type ct) once, after the loops. `each_block(j, n)`, when given, emits
+    lines at the start of each block of the blocked form (n elements from index j): the fused generator's
+    prefetch. It does not change what is computed."""
     cts = ctype(ct)
     kind = "f" if DT(ct).is_float else "u" if DT(ct) == DT.DT_UINT64 else "i"
     init = REDUCE_INIT[(fn, kind)].format(ct=cts)
@@ -51,6 +53,8 @@ def emit_reduce(em, fn: str, ct, extents: list, load, store):
         step = REDUCE_STEP[fn].format(acc=a, v=load([f"({j} + {lv})"]), ct=cts)
         em.line(f"int64_t {j} = 0;")
         em.open(f"for (; {j} + {L} <= (int64_t)({n}); {j} += {L})")
+        if each_block is not None:
+            each_block(j, L)
         em.open(f"for (int {lv} = 0; {lv} < {L}; ++{lv})")
         em.line(f"{a} = {step};")
         em.close(2)
