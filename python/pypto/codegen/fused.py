@@ -9,6 +9,9 @@ Tiles write disjoint rows and nothing combines across tiles, so the result is th
 """
 from __future__ import annotations
 
+import functools
+import os
+
 from ..vocab.dtypes import DataType as DT
 from ..ir import sym as S
 from ..ir.nodes import Assign, Op, Value, same_dim
@@ -20,9 +23,28 @@ from .templates import ctype, ew_expr
 TILE_BUFFER_BUDGET = 192 * 1024    # bytes of tile buffers per tile (L2-resident; on the stack when static)
 TILE_TARGET_ELEMS = 8192           # elements per tile when set_vec_tile_shapes does not say
 PARALLEL_MIN_WORK = 65536          # elements; kernel_par.h's PARALLEL_MIN_WORK (no pool below it)
-STREAM_MIN_BYTES = 4 << 20         # outputs at least this large (twice a core's L2) use streaming stores
+STREAM_MIN_BYTES = None            # outputs at least this large use streaming stores (None: stream_min_bytes())
 TILE_L1_BYTES = 8 * 1024           # a tile's buffers + the input rows it reads stay within this (a sixth of L1)
 PREFETCH_BLOCK = 64                # elements per prefetch request of the next tile's rows (4 lines of fp32)
+
+
+@functools.lru_cache(maxsize=None)
+def _machine_stream_min() -> int:
+    try:
+        llc = int(os.sysconf("SC_LEVEL3_CACHE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        llc = 0
+    return max(4 << 20, llc // 16)
+
+
+def stream_min_bytes() -> int:
+    """The output size from which fused writes use streaming (non-temporal) stores: 4 MiB (twice a core's L2) or a
+    sixteenth of the last-level cache, whichever is larger. Below it a kernel's inputs and output stay in the LLC
+    from one call to the next, and plain stores, which keep the output cached, are faster; above it streaming saves
+    the read of each output line. Measured on this project's 2-vCPU VM (L3 reported as 504 MiB, 1 thread,
+    layernorm fp32): 16 MiB out, plain 1.32 ms vs streaming 1.54; 64 MiB out, plain 8.81 vs streaming 7.82. Only
+    speed depends on it: both stores give the same bits."""
+    return _machine_stream_min() if STREAM_MIN_BYTES is None else STREAM_MIN_BYTES
 
 
 def _is1(d) -> bool:
@@ -402,7 +424,7 @@ class FusedEmitter(_Emitter):
         self.close(opened)
 
     def streams(self, g: Group, st: Assign) -> bool:
-        """Whether st's write uses streaming stores: a static output of at least STREAM_MIN_BYTES whose last dim
+        """Whether st's write uses streaming stores: a static output of at least stream_min_bytes() whose last dim
         is contiguous and that nothing in the group reads (it would come back from memory, not the cache)."""
         dst = st.dst
         n = 1
@@ -411,7 +433,7 @@ class FusedEmitter(_Emitter):
                 return False
             n *= d
         last = dst.strides[-1]
-        return (n * dst.dtype.itemsize >= STREAM_MIN_BYTES and isinstance(last, int) and last == 1
+        return (n * dst.dtype.itemsize >= stream_min_bytes() and isinstance(last, int) and last == 1
                 and 64 % dst.dtype.itemsize == 0 and dst.storage.sid not in g.read_ext)
 
     def fused_assign(self, g: Group, st: Assign):

@@ -271,8 +271,8 @@ def test_streaming_stores_give_the_same_bits(seed, monkeypatch):
     torch.testing.assert_close(outs[True][0], ref, rtol=tol, atol=tol, equal_nan=True)
 
 
-def test_large_outputs_stream_and_stay_exact():
-    """At the default threshold an 8 MiB fp32 output and a 4 MiB bf16 output stream (rows of whole 64-byte lines); an output view that starts
+def test_large_outputs_stream_and_stay_exact(monkeypatch):
+    """At a 4 MiB threshold (the machine default's floor) an 8 MiB fp32 output and a 4 MiB bf16 output stream (rows of whole 64-byte lines); an output view that starts
     off a 64-byte line (a column slice) takes the plain stores; all against torch, any thread count, and the
     bytes around the written view are untouched."""
     import pypto.codegen.fused as FZ
@@ -288,7 +288,7 @@ def test_large_outputs_stream_and_stay_exact():
 
     g = torch.Generator().manual_seed(0)
     x = torch.randn(2048, 1024, generator=g)
-    assert x.numel() * 2 >= FZ.STREAM_MIN_BYTES
+    monkeypatch.setattr(FZ, "STREAM_MIN_BYTES", 4 << 20)       # the smallest machine threshold
     for nt in (1, 2):
         out, half = torch.zeros(2048, 1024), torch.zeros(2048, 1024, dtype=torch.bfloat16)
         x2 = torch.randn(2048, 1024, generator=g)
@@ -367,3 +367,101 @@ def test_matmul_bits_do_not_depend_on_the_thread_count():
             res.setdefault(nt, out)
             assert torch.equal(_bits(out), _bits(res[1])), (fn.__name__, nt)
         torch.testing.assert_close(res[1], x.double() @ y.double(), rtol=1e-5, atol=1e-4, check_dtype=False)
+
+
+def test_stream_threshold_follows_the_last_level_cache(monkeypatch):
+    """Streaming from max(4 MiB, LLC / 16): 4 MiB without an L3 (or where sysconf cannot say), 32 MiB for a 512 MiB
+    L3; an output below the threshold takes plain stores, one at it streams."""
+    import pypto.codegen.fused as FZ
+
+    def sysconf_with(llc):
+        def fake(name):
+            if name != "SC_LEVEL3_CACHE_SIZE":
+                raise AssertionError(name)
+            if llc is None:
+                raise ValueError("unknown")
+            return llc
+        return fake
+
+    def k(x: S2, out: S2):
+        out[:] = x * 2.0 + 1.0
+
+    monkeypatch.setattr(FZ, "STREAM_MIN_BYTES", None)
+    try:
+        for llc, want in ((None, 4 << 20), (0, 4 << 20), (16 << 20, 4 << 20), (512 << 20, 32 << 20)):
+            FZ._machine_stream_min.cache_clear()
+            monkeypatch.setattr(FZ.os, "sysconf", sysconf_with(llc))
+            assert FZ.stream_min_bytes() == want, llc
+        x = torch.randn(4096, 1024)            # 16 MiB out: below 32 MiB
+        out = torch.zeros(4096, 1024)
+        _, src = _build(k, (x, out), True)
+        assert "pypto_rt::stream64" not in src
+        x, out = torch.randn(8192, 1024), torch.zeros(8192, 1024)      # 32 MiB: at the threshold
+        lib, src = _build(k, (x, out), True)
+        assert "pypto_rt::stream64" in src
+        launch(lib, [x, out], num_threads=2)
+        assert torch.equal(out, x * 2.0 + 1.0)
+    finally:
+        FZ._machine_stream_min.cache_clear()
+
+
+def _softmax_src(rows, cols, fuse=True, view=False):
+    """(library, source, x, x's softmax input): with view, the kernel's softmax reads x[:, 3:] (rows that start
+    3 elements off a line)."""
+    def k(x: S2, out: S2):
+        pypto.set_vec_tile_shapes(8, 1024)
+        out[:] = pypto.softmax(x, -1)
+
+    def k_view(x: S2, out: S2):
+        pypto.set_vec_tile_shapes(8, 1024)
+        out[:] = pypto.softmax(x[:, 3:], -1)
+
+    g = torch.Generator().manual_seed(rows + cols)
+    x = torch.randn(rows, cols + 3 if view else cols, generator=g)
+    out = torch.zeros(rows, cols)
+    lib, src = _build(k_view if view else k, (x, out), fuse)
+    return lib, src, x, (x[:, 3:] if view else x)
+
+
+def test_second_pass_prefetches_the_next_tile_and_keeps_the_bits():
+    """A group with two passes over whole rows (softmax: max, then exp) requests the next tile's input rows in its
+    second pass, a block of 64 elements at a time; tiles hold at most 8 KiB of buffers and input rows. The
+    prefetch and the tile size change where values live, not the bits: fused == unfused at 1-3 threads, for a row
+    width with a tail (257) and an input view that starts off a line, and softmax matches torch."""
+    import re
+
+    import pypto.codegen.fused as FZ
+
+    for rows, cols, view in ((300, 257, False), (300, 257, True), (64, 1024, False)):
+        lib, src, x, xs = _softmax_src(rows, cols, True, view)
+        assert src.count("pypto_rt::prefetch_at<256>") == 1, src
+        t = int(re.search(r"const int64_t r0\d+ = tt\d+ \* (\d+);", src).group(1))
+        assert t * cols * 4 * 2 <= FZ.TILE_L1_BYTES or t == 1          # x rows + the exp buffer
+        ulib, usrc, _, _ = _softmax_src(rows, cols, False, view)
+        assert "prefetch" not in usrc
+        ref = torch.zeros(rows, cols)
+        launch(ulib, [x, ref], num_threads=1)
+        for nt in (1, 2, 3):
+            out = torch.zeros(rows, cols)
+            launch(lib, [x, out], num_threads=nt)
+            assert torch.equal(_bits(out), _bits(ref)), (rows, cols, view, nt)
+        torch.testing.assert_close(ref, torch.softmax(xs, -1), rtol=1e-5, atol=1e-6)
+
+
+def test_one_pass_groups_and_short_rows_do_not_prefetch():
+    """axpy reads each element once (the hardware prefetcher keeps up); rows of fewer than 64 elements have no
+    block to spread requests over."""
+
+    def axpy(a: S2, b: S2, out: S2):
+        out[:] = a * 2.0 + b
+
+    a, b, out = torch.randn(512, 1024), torch.randn(512, 1024), torch.zeros(512, 1024)
+    lib, src = _build(axpy, (a, b, out), True)
+    assert "prefetch" not in src
+    launch(lib, [a, b, out], num_threads=2)
+    assert torch.equal(out, a * 2.0 + b)
+    lib, src, x, _ = _softmax_src(200, 50)
+    assert "prefetch" not in src
+    out = torch.zeros(200, 50)
+    launch(lib, [x, out], num_threads=2)
+    torch.testing.assert_close(out, torch.softmax(x, -1), rtol=1e-5, atol=1e-6)
