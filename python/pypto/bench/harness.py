@@ -103,6 +103,7 @@ def run(sets=ALL_SETS, peer_names=tuple(peers.PEERS), quick: bool = False, round
     meta = {"command": command, "python": platform.python_version(), "pypto": pypto.__version__,
             "torch": getattr(torch, "__version__", None), "numpy": np.__version__, "cpus": os.cpu_count(),
             "machine": platform.machine(), "pypto_march": os.environ.get("PYPTO_MARCH", "native"), "quick": quick,
+            "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
             "rounds": rounds, "target_loop_s": target_loop_s, "sets": list(sets), "peers": list(peer_names),
             "started_utc": started, "total_seconds": time.perf_counter() - t_start}
     res = {"schema": schema.SCHEMA_ID, "meta": meta, "noise": noise, "rows": row_dicts,

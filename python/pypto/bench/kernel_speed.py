@@ -176,7 +176,7 @@ def run(rounds: int = 7, threads=None, say=print, only=None, cpu=False) -> dict:
         if len(rs) == len(FIVE):                # the figure: only when all five ran
             geo[nt] = math.exp(sum(math.log(v) for v in rs) / len(rs))
     return {"rows": res, "geomean_five": geo, "threads": threads, "rounds": rounds,
-            "clock": "thread CPU time" if cpu else "wall"}
+            "clock": "thread CPU time" if cpu else "wall", "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY")}
 
 
 def print_table(res: dict, compile_s: dict | None = None, say=print):

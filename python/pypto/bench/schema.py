@@ -48,6 +48,7 @@ SCHEMA = {
                                 "pypto": {"type": "string"}, "torch": {"type": ["string", "null"]},
                                 "numpy": {"type": "string"}, "cpus": {"type": ["integer", "null"]},
                                 "pypto_march": {"type": "string"}, "quick": {"type": "boolean"},
+                                "omp_wait_policy": {"type": ["string", "null"]},
                                 "rounds": {"type": "integer", "minimum": 1}, "target_loop_s": _NUM,
                                 "sets": {"type": "array", "items": {"type": "string"}},
                                 "peers": {"type": "array", "items": {"type": "string"}},
