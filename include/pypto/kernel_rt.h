@@ -424,18 +424,18 @@ static inline int64_t gcd_(int64_t a, int64_t b) {
 static inline int64_t shl(int64_t a, int64_t b) { return (b < 0 || b >= 64) ? 0 : (int64_t)((uint64_t)a << b); }
 static inline int64_t shr(int64_t a, int64_t b) { return (b < 0 || b >= 64) ? (a >> 63) : (a >> b); }
 
-/* maximum/minimum propagate NaN like torch.maximum / torch.amax */
+/* maximum/minimum propagate NaN like torch.maximum / torch.amax: a if a is NaN, else b if b is NaN, else the
+ * larger (smaller), a on a tie (so relu(-0.0) = maximum(-0.0, 0) is -0.0, as torch.relu gives; torch.maximum
+ * itself answers a +0/-0 tie differently on its scalar and vector paths). One
+ * select (a NaN b fails the compare, a NaN a passes `a != a`): four vector instructions, the three-way
+ * if-chain took six. */
 template <class T>
 static inline T maximum(T a, T b) {
-  if (isnan_(a)) return a;
-  if (isnan_(b)) return b;
-  return a > b ? a : b;
+  return (a >= b || a != a) ? a : b;
 }
 template <class T>
 static inline T minimum(T a, T b) {
-  if (isnan_(a)) return a;
-  if (isnan_(b)) return b;
-  return a < b ? a : b;
+  return (a <= b || a != a) ? a : b;
 }
 /* torch.remainder for floats: result has the sign of the divisor */
 template <class T>
