@@ -9,6 +9,7 @@ rows alike; compare the ratios, not the absolute times. Results are checked agai
 """
 from __future__ import annotations
 
+import ctypes
 import math
 import os
 import statistics
@@ -133,6 +134,23 @@ def compile_times() -> dict:
     return out
 
 
+def steady_allocator() -> str | None:
+    """Keep freed blocks in glibc's heap (mmap threshold 32 MiB, its maximum; trim threshold 1 GiB), so that torch
+    eager's fresh outputs reuse memory instead of being faulted in page by page on every call. Measured here:
+    torch.softmax 4096x1024 at 1 thread, ~9 ms with 4096 minor page faults per call, ~2.2 ms without; which of the
+    two a process gets depends on its allocation history (glibc's dynamic mmap threshold), and one bench run in a
+    few got the slow one for every torch row. Fixed in torch's favour. Returns what was set (None: not glibc)."""
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return None
+    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+    M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+    if mallopt(M_MMAP_THRESHOLD, 32 << 20) != 1 or mallopt(M_TRIM_THRESHOLD, 1 << 30) != 1:
+        return None
+    return "glibc mallopt: mmap threshold 32 MiB, trim threshold 1 GiB"
+
+
 def run(rounds: int = 7, threads=None, say=print, only=None, cpu=False) -> dict:
     """Time every case (or those whose name contains one of `only`) at each thread count. cpu: the calling
     thread's CPU time instead of wall time (a loaded machine: what a call costs, not when it got a core); it
@@ -142,6 +160,7 @@ def run(rounds: int = 7, threads=None, say=print, only=None, cpu=False) -> dict:
     cases = [c for c in _cases() if not only or any(o in c[0] for o in only)]
     if not cases:
         raise SystemExit(f"pypto.bench --kernels: no kernel name contains any of {only}")
+    allocator = steady_allocator()
     rows = []
     for nt in threads:
         for name, body, args, tfn, ref, out, moved in cases:
@@ -176,7 +195,7 @@ def run(rounds: int = 7, threads=None, say=print, only=None, cpu=False) -> dict:
         if len(rs) == len(FIVE):                # the issue's figure: only when all five ran
             geo[nt] = math.exp(sum(math.log(v) for v in rs) / len(rs))
     return {"rows": res, "geomean_five": geo, "threads": threads, "rounds": rounds,
-            "clock": "thread CPU time" if cpu else "wall", "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY")}
+            "clock": "thread CPU time" if cpu else "wall", "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"), "allocator": allocator}
 
 
 def print_table(res: dict, compile_s: dict | None = None, say=print):

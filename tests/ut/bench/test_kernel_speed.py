@@ -27,6 +27,7 @@ def test_only_one_kernel_at_one_thread_on_the_cpu_clock(tmp_path):
     assert res["clock"] == "thread CPU time" and res["geomean_five"] == {}    # not all five ran: no geomean
     assert "compile_s" not in res and "| row sum 4096x1024 | 1 |" in p.stdout
     assert res["omp_wait_policy"] == "PASSIVE"      # torch's OpenMP workers sleep between calls (bench/__main__.py)
+    assert res["allocator"] == "glibc mallopt: mmap threshold 32 MiB, trim threshold 1 GiB"   # this glibc machine
 
 
 def test_an_explicit_omp_wait_policy_is_kept(tmp_path):
