@@ -354,11 +354,14 @@ class Builder:
 def _continue_jumps(code) -> dict:
     """{offset of a FOR_ITER: [line of each `continue` jumping back to it]} for `code` (cached).
 
-    CPython (3.11+) compiles both the end of a loop body and `continue` to a backward jump to the FOR_ITER.
-    The implicit jump at the end of a body carries the source position of the body's last statement (shared
-    with that statement's own instructions); a `continue` jump carries the position of the 8-character
+    CPython compiles both the end of a loop body and `continue` to a backward jump to the FOR_ITER.
+    3.11+: the implicit jump at the end of a body carries the source position of the body's last statement
+    (shared with that statement's own instructions); a `continue` jump carries the position of the 8-character
     `continue` keyword and no other instruction does. A jump is reported when its position spans exactly 8
-    columns of one line and differs from the position of the instruction before it."""
+    columns of one line and differs from the position of the instruction before it.
+    3.10 (line numbers only): a `continue` is a jump that starts a line of its own — the only instruction of a
+    line no other instruction starts; the implicit jump (and a jump threaded out of an if/else or try) starts no
+    line, or one that other instructions start too (a nested loop's `for` line)."""
     r = _CONT_CACHE.get(code)
     if r is not None:
         return r
@@ -370,6 +373,16 @@ def _continue_jumps(code) -> dict:
     except Exception:  # pragma: no cover
         ins = []
     fors = {i.offset for i in ins if i.opname == "FOR_ITER"}
+    if sys.version_info < (3, 11):
+        starts: dict = {}
+        for i in ins:
+            if i.starts_line is not None:
+                starts[i.starts_line] = starts.get(i.starts_line, 0) + 1
+        for i in ins:
+            if ("JUMP" in i.opname and i.argval in fors and i.offset > i.argval and i.starts_line is not None
+                    and starts[i.starts_line] == 1):
+                r.setdefault(i.argval, []).append(i.starts_line)
+        ins = []
     prev = None
     for i in ins:
         if "JUMP" in i.opname and i.argval in fors and i.offset > i.argval:

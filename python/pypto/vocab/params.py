@@ -19,6 +19,8 @@ _EMPTY = inspect.Parameter.empty
 
 @dataclass
 class Param:
+    """One kernel parameter as the signature gives it. (A docstring also keeps Python 3.10's dataclass from
+    rendering the __init__ signature, which fails on a field whose default is inspect.Parameter.empty.)"""
     name: str
     kind: str                      # TENSOR / CONSTEXPR / SCALAR
     position: int                  # index among all parameters
