@@ -249,7 +249,7 @@ class FusedEmitter(_Emitter):
         """Where the next tile's input rows are requested: in the group's second pass over whole rows (the first
         brings this tile's rows from memory; the second reads them from L1 and computes, the exp of a softmax, the
         variance of a layernorm). Requests spread over that pass keep memory busy while it computes, and the next
-        tile's first pass finds its rows in the cache. Returns (statement, [(view, pointer)]) or None: one-pass
+        tile's first pass finds its rows in the cache. Returns (statement, [(view, pointer)], T) or None: one-pass
         groups (streaming kernels: the hardware prefetcher keeps up), rows of fewer than PREFETCH_BLOCK elements,
         inputs whose rows are not contiguous along the last dim."""
         per_row = [self._row_elems(g, st) for st in g.stmts]
