@@ -337,6 +337,47 @@ static inline float exp_(float x) {
   const float y = (p * s1) * s2;
   return x != x ? x : y;
 }
+/* exp16(a): a[0..16) = exp_(a[0..16)) in place, bit for bit (a 64-byte aligned block; codegen hoists the exp
+ * arguments of a 16-element block into it). With AVX-512 the same steps run as one vector: the clamp, rint,
+ * reduction and polynomial are the scalar code's operations lane by lane, and the scale is vscalefps, p * 2^n
+ * rounded once, which is what (p * s1) * s2 gives (p * s1 is exact: 2^n1 >= 2^-75 keeps it normal), for every n
+ * the clamp allows (exhaustive check over all 2^32 inputs: benchmarks/exp16_exhaustive.cpp). That replaces the
+ * ~10 integer instructions that build s1 and s2: 19 vector instructions per 16 elements instead of 30. Without
+ * AVX-512 (or with another compiler) the scalar function, which g++ vectorizes with the target's width. GCC
+ * builtins rather than <immintrin.h>, whose parsing alone adds ~190 ms to every kernel's compile. */
+#if defined(__AVX512F__) && defined(__FMA__) && defined(__GNUC__) && !defined(__clang__)
+typedef float v16f_t __attribute__((vector_size(64)));
+typedef int32_t v16i_t __attribute__((vector_size(64)));
+static inline v16f_t madd16(v16f_t a, v16f_t b, v16f_t c) {
+  return __builtin_ia32_vfmaddps512_mask(a, b, c, (unsigned short)0xFFFF, 4 /* current rounding */);
+}
+static inline void exp16(float* a) {
+  v16f_t x;
+  __builtin_memcpy(&x, a, 64);
+  const v16i_t zi = {};
+  const v16i_t ub = __builtin_ia32_pminud512_mask((v16i_t)x, zi + (int32_t)0xC2D00000u, zi, (unsigned short)0xFFFF);
+  const v16i_t ib = __builtin_ia32_pminsd512_mask(ub, zi + (int32_t)0x42B20000, zi, (unsigned short)0xFFFF);
+  const v16f_t xs = (v16f_t)ib;
+  const v16f_t z = {};
+  const v16f_t n = __builtin_ia32_rndscaleps_mask(xs * 1.44269504088896341f, 4 /* rint */, z, (unsigned short)0xFFFF, 4);
+  const v16f_t r = madd16(n, z + 2.12194440e-4f, madd16(n, z - 0.693359375f, xs));
+  v16f_t p = z + 1.0f / 5040.0f;
+  p = madd16(p, r, z + 1.0f / 720.0f);
+  p = madd16(p, r, z + 1.0f / 120.0f);
+  p = madd16(p, r, z + 1.0f / 24.0f);
+  p = madd16(p, r, z + 1.0f / 6.0f);
+  p = madd16(p, r, z + 0.5f);
+  p = madd16(p, r, z + 1.0f);
+  p = madd16(p, r, z + 1.0f);
+  const v16f_t y = __builtin_ia32_scalefps512_mask(p, n, z, (unsigned short)0xFFFF, 4);
+  const v16f_t out = x != x ? x : y;
+  __builtin_memcpy(a, &out, 64);
+}
+#else
+static inline void exp16(float* a) {
+  for (int l = 0; l < 16; ++l) a[l] = exp_(a[l]);
+}
+#endif
 PYPTO_RT_UNARY(log_, __builtin_logf, __builtin_log)
 PYPTO_RT_UNARY(sqrt_, __builtin_sqrtf, __builtin_sqrt)
 PYPTO_RT_UNARY(tanh_, __builtin_tanhf, __builtin_tanh)
@@ -463,37 +504,70 @@ static inline T sigmoid(T x) { return T(1) / (T(1) + exp_(-x)); }
  * (lane l with l + L/2, then L/4, ...). This fixed order is the
  * reduction's definition (fused and unfused code, any thread count and any SIMD width give the same bits) and
  * it is what lets the loop vectorize without -ffast-math: each lane is an independent sequential sum. */
+/* The fold runs on GCC vector types of the machine's width (generic vector extensions, no target header): whole
+ * vectors first (vector i with vector i + L/(2V)), then each step splits the one vector left into halves and
+ * combines low with high; in lanes that is l with l + w for w = L/2 ... 1, exactly the order above. On plain
+ * arrays g++ kept the loop over w rolled and went through memory, each narrower reload stalling on the wider
+ * store before it: the 64-lane max fold took ~200 cycles, a third of a row softmax's time. */
+#if defined(__AVX512F__)
+#define PYPTO_RT_VBYTES 64
+#elif defined(__AVX__)
+#define PYPTO_RT_VBYTES 32
+#else
+#define PYPTO_RT_VBYTES 16
+#endif
+template <int W, class T>
+struct fold_vec_t {
+  typedef T type __attribute__((vector_size(W * sizeof(T))));
+  typedef T unaligned __attribute__((vector_size(W * sizeof(T)), aligned(sizeof(T)), may_alias));
+};
+template <int W, class T, class V, class Op>
+static inline T fold_halves(V v, Op op) {
+  if constexpr (W == 2) {
+    return op(v[0], v[1]);
+  } else {
+    typedef typename fold_vec_t<W / 2, T>::type H;
+    H lo, hi;
+    __builtin_memcpy(&lo, &v, sizeof lo);
+    __builtin_memcpy(&hi, (const char*)&v + sizeof lo, sizeof hi);
+    return fold_halves<W / 2, T>(op(lo, hi), op);
+  }
+}
+template <int N, class V, class Op>
+static inline V fold_whole(const V* r, Op op) {
+  if constexpr (N == 1) {
+    return r[0];
+  } else {
+    V h[N / 2];
+    for (int i = 0; i < N / 2; ++i) h[i] = op(r[i], r[i + N / 2]);
+    return fold_whole<N / 2>(h, op);
+  }
+}
+template <int L, class T, class Op>
+static inline T fold_lanes(const T* a, Op op) {
+  constexpr int V = (int)(PYPTO_RT_VBYTES / sizeof(T)) < L ? (int)(PYPTO_RT_VBYTES / sizeof(T)) : L;
+  typedef typename fold_vec_t<V, T>::type R;
+  R r[L / V];
+  for (int i = 0; i < L / V; ++i) r[i] = *(const typename fold_vec_t<V, T>::unaligned*)(a + i * V);
+  return fold_halves<V, T>(fold_whole<L / V>(r, op), op);
+}
+/* each op works on a scalar and on a vector alike (a vector compare gives a lane mask, `?:` selects per lane);
+ * amax/amin are maximum/minimum's select, lane by lane */
 template <int L, class T>
 static inline T fold_sum(const T* a) {
-  T b[L];
-  for (int l = 0; l < L; ++l) b[l] = a[l];
-  for (int w = L / 2; w >= 1; w /= 2)
-    for (int l = 0; l < w; ++l) b[l] = b[l] + b[l + w];
-  return b[0];
+  return fold_lanes<L>(a, [](auto x, auto y) { return x + y; });
 }
 template <int L, class T>
 static inline T fold_prod(const T* a) {
-  T b[L];
-  for (int l = 0; l < L; ++l) b[l] = a[l];
-  for (int w = L / 2; w >= 1; w /= 2)
-    for (int l = 0; l < w; ++l) b[l] = b[l] * b[l + w];
-  return b[0];
+  return fold_lanes<L>(a, [](auto x, auto y) { return x * y; });
 }
 template <int L, class T>
 static inline T fold_amax(const T* a) {
-  T b[L];
-  for (int l = 0; l < L; ++l) b[l] = a[l];
-  for (int w = L / 2; w >= 1; w /= 2)
-    for (int l = 0; l < w; ++l) b[l] = maximum<T>(b[l], b[l + w]);
-  return b[0];
+  return fold_lanes<L>(a, [](auto x, auto y) { return ((x >= y) | (x != x)) ? x : y; });
 }
 template <int L, class T>
 static inline T fold_amin(const T* a) {
-  T b[L];
-  for (int l = 0; l < L; ++l) b[l] = a[l];
-  for (int w = L / 2; w >= 1; w /= 2)
-    for (int l = 0; l < w; ++l) b[l] = minimum<T>(b[l], b[l + w]);
-  return b[0];
+  return fold_lanes<L>(a, [](auto x, auto y) { return ((x <= y) | (x != x)) ? x : y; });
 }
 
 /* ------------------------------------------------------------------------------------------------------ */

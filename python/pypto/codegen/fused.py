@@ -216,7 +216,7 @@ class FusedEmitter(_Emitter):
                 args.append(e if ct is None else f"pypto_rt::Cvt<{ctype(ct)}>::from({e})")
             else:
                 args.append(self.consts[(id(op), j)])
-        expr = ew_expr(op.attrs["fn"], args, op.attrs["cts"][-1])
+        expr = ew_expr(op.attrs["fn"], args, op.attrs["cts"][-1], self.hoist)
         return f"pypto_rt::Cvt<{ctype(out.dtype)}>::from({expr})"
 
     def store_target(self, sid, idx: list) -> str:
@@ -243,6 +243,19 @@ class FusedEmitter(_Emitter):
             idx[k] = (v, k == axis)
             opened += 1
         return idx, opened
+
+    def _elementwise(self, dom, axis, stmt):
+        """Loops over all of dom, the innermost through elem_loop: stmt(idx) is the one-line statement of an
+        element."""
+        k = len(dom) - 1
+        if k < 0:
+            self.line(stmt([]))
+            return
+        idx, opened = self._domain_nest(dom, axis, list(range(k)))
+        v = self.fresh("i")
+        idx[k] = (v, k == axis)
+        self.elem_loop(v, "0", self.nr if k == axis else self.dim(dom[k]), lambda: stmt(idx))
+        self.close(opened)
 
     # ---- the next tile's rows --------------------------------------------------------------------------------
     def _prefetch_plan(self, g: Group, T: int):
@@ -292,27 +305,22 @@ class FusedEmitter(_Emitter):
             self.line(f"pypto_rt::prefetch_at<{nbytes}>({q}, {off});")
 
     def _last_dim_loop(self, st, idx: list, n: str, body):
-        """The loop over the last dim of st's domain (idx: the outer entries; the last is filled here) emitting
-        body(idx) once; in blocks of PREFETCH_BLOCK elements with the next tile's requests when st is the
-        prefetching pass."""
+        """The loop over the last dim of st's domain (idx: the outer entries; the last is filled here) whose
+        statement is body(idx) (elem_loop); in blocks of PREFETCH_BLOCK elements with the next tile's requests
+        when st is the prefetching pass."""
         k = len(idx) - 1
         v = self.fresh("i")
         if self.pf is None or self.pf[0] is not st:
-            self.line("#pragma GCC ivdep")
-            self.open(f"for (int64_t {v} = 0; {v} < {n}; ++{v})")
             idx[k] = (v, False)
-            body(idx)
-            self.close()
+            self.elem_loop(v, "0", n, lambda: body(idx))
             return
         j, e = self.fresh("j"), self.fresh("e")
         self.open(f"for (int64_t {j} = 0; {j} < {n}; {j} += {PREFETCH_BLOCK})")
         self._prefetch(st, idx, j, PREFETCH_BLOCK)
         self.line(f"const int64_t {e} = pypto_rt::imin((int64_t)({j} + {PREFETCH_BLOCK}), (int64_t)({n}));")
-        self.line("#pragma GCC ivdep")
-        self.open(f"for (int64_t {v} = {j}; {v} < {e}; ++{v})")
         idx[k] = (v, False)
-        body(idx)
-        self.close(2)
+        self.elem_loop(v, j, e, lambda: body(idx))
+        self.close()
 
     # ---- one group ------------------------------------------------------------------------------------------
     def group(self, g: Group):
@@ -412,15 +420,15 @@ class FusedEmitter(_Emitter):
 
     def fused_ew(self, g: Group, op):
         dom, ax = op.out.shape, g.axis[id(op)]
+        def stmt(ix):
+            return f"{self.store_target(op.out.storage.sid, ix)} = {self.ew_value(op, ix)};"
+
         if self.pf is None or self.pf[0] is not op:
-            idx, opened = self._domain_nest(dom, ax)
-            self.line(f"{self.store_target(op.out.storage.sid, idx)} = {self.ew_value(op, idx)};")
-            self.close(opened)
+            self._elementwise(dom, ax, stmt)
             return
         k = len(dom) - 1
         idx, opened = self._domain_nest(dom, ax, list(range(k)))
-        self._last_dim_loop(op, idx, self.dim(dom[k]), lambda ix: self.line(
-            f"{self.store_target(op.out.storage.sid, ix)} = {self.ew_value(op, ix)};"))
+        self._last_dim_loop(op, idx, self.dim(dom[k]), stmt)
         self.close(opened)
 
     def streams(self, g: Group, st: Assign) -> bool:
@@ -445,16 +453,17 @@ class FusedEmitter(_Emitter):
                 return self.load(st.src, self._align(st.src, idx))
             return self.consts[(id(st), 0)]
 
+        def stmt(ix):
+            return f"{self.ptrs[id(dst)]}[{self._offset(dst.strides, ix, False)}] = {rhs(ix)};"
+
         if not self.streams(g, st):
             if self.pf is not None and self.pf[0] is st:
                 k = len(dst.shape) - 1
                 idx, opened = self._domain_nest(dst.shape, ax, list(range(k)))
-                self._last_dim_loop(st, idx, self.dim(dst.shape[k]), lambda ix: self.line(
-                    f"{self.ptrs[id(dst)]}[{self._offset(dst.strides, ix, False)}] = {rhs(ix)};"))
+                self._last_dim_loop(st, idx, self.dim(dst.shape[k]), stmt)
+                self.close(opened)
             else:
-                idx, opened = self._domain_nest(dst.shape, ax)
-                self.line(f"{self.ptrs[id(dst)]}[{self._offset(dst.strides, idx, False)}] = {rhs(idx)};")
-            self.close(opened)
+                self._elementwise(dst.shape, ax, stmt)
             return
         # a contiguous run along the last dim that starts on a 64-byte line and is whole lines: computed a line
         # at a time into a register-sized block and streamed; any other run (odd width, unaligned view): plain
@@ -472,18 +481,23 @@ class FusedEmitter(_Emitter):
         self.line(f"{ct}* __restrict {d} = {self.ptrs[id(dst)]} + {self._offset(dst.strides, at('0'), False)};")
         self.line(f"const int64_t {n} = {self.nr if row else self.dim(dst.shape[k])};")
         self.open(f"if (pypto_rt::stream_ok({d}, {n} * (int64_t)sizeof({ct})))")
-        self.open(f"for (int64_t {j} = 0; {j} < {n}; {j} += {per})")
-        if not row:
-            self._prefetch(st, idx, j, per)
-        self.line(f"alignas(64) {ct} {v}[{per}];")
-        self.line("#pragma GCC ivdep")
-        self.line(f"for (int64_t {l} = 0; {l} < {per}; ++{l}) {v}[{l}] = {rhs(at(f'({j} + {l})'))};")
-        self.line(f"pypto_rt::stream64({d} + {j}, {v});")
-        self.close()
+        # four lines a block (an exp block of elem_loop for fp32), then the run's last lines one at a time
+        self.line(f"int64_t {j} = 0;")
+        for size, cond in ((4 * per, f"{j} + {4 * per} <= {n}"), (per, f"{j} < {n}")):
+            self.open(f"for (; {cond}; {j} += {size})")
+            if not row:
+                self._prefetch(st, idx, j, size)
+            self.line(f"alignas(64) {ct} {v}[{size}];")
+            self.elem_loop(l, "0", str(size), lambda: f"{v}[{l}] = {rhs(at(f'({j} + {l})'))};")
+            if size == per:
+                self.line(f"pypto_rt::stream64({d} + {j}, {v});")
+            else:
+                b = self.fresh("b")
+                self.line(f"for (int {b} = 0; {b} < {size}; {b} += {per}) pypto_rt::stream64({d} + {j} + {b}, {v} + {b});")
+            self.close()
         self.ind -= 1
         self.open("} else")
-        self.line("#pragma GCC ivdep")
-        self.line(f"for (int64_t {j} = 0; {j} < {n}; ++{j}) {d}[{j}] = {rhs(at(j))};")
+        self.elem_loop(j, "0", n, lambda: f"{d}[{j}] = {rhs(at(j))};")
         self.close()
         self.close(opened)
         self.streamed = True

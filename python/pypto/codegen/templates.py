@@ -101,7 +101,14 @@ EW = {
 }
 
 
-def ew_expr(fn: str, args: list, ct_dtype) -> str:
+def ew_expr(fn: str, args: list, ct_dtype, hoist=None) -> str:
+    """The expression of fn on args. `hoist(arg) -> expression`, when given, takes the argument of a float32 exp
+    (also the one inside sigmoid) and returns what stands for exp of it: the emitter computes those 16 lanes at a
+    time with pypto_rt::exp16, which gives exp_'s bits (cpp.py `_Emitter.elem_loop`)."""
+    if hoist is not None and ct_dtype is not None and DT(ct_dtype) == DT.DT_FP32 and fn in ("exp", "sigmoid"):
+        if fn == "exp":
+            return hoist(args[0])
+        return f"((float)1 / ((float)1 + {hoist(f'(-{args[0]})')}))"     # sigmoid<float>, step for step
     t = EW[fn]
     if isinstance(t, dict):
         t = (t["f"] if ct_dtype is not None and DT(ct_dtype).is_float
