@@ -28,13 +28,42 @@ TILE_L1_BYTES = 8 * 1024           # a tile's buffers + the input rows it reads 
 PREFETCH_BLOCK = 64                # elements per prefetch request of the next tile's rows (4 lines of fp32)
 
 
+SYS_CACHE = "/sys/devices/system/cpu/cpu0/cache"
+
+
+def llc_bytes() -> int:
+    """The last-level cache's size in bytes (0 when the machine does not say): the highest-level data or unified
+    cache of cpu0 in sysfs (Linux), else sysconf where Python knows the name (it does not on CPython/glibc:
+    os.sysconf("SC_LEVEL3_CACHE_SIZE") raises ValueError, which made every machine look cache-less)."""
+    best = (0, 0)
+    try:
+        for entry in os.scandir(SYS_CACHE):
+            if not entry.name.startswith("index"):
+                continue
+            with open(os.path.join(entry.path, "type")) as f:
+                if f.read().strip() == "Instruction":
+                    continue
+            with open(os.path.join(entry.path, "level")) as f:
+                level = int(f.read())
+            with open(os.path.join(entry.path, "size")) as f:
+                size = f.read().strip()
+            mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(size[-1:].upper(), 1)
+            best = max(best, (level, int(size.rstrip("KkMmGg")) * mult))
+    except (OSError, ValueError):
+        best = (0, 0)
+    if best[1]:
+        return best[1]
+    if "SC_LEVEL3_CACHE_SIZE" in getattr(os, "sysconf_names", {}):
+        try:
+            return max(0, int(os.sysconf("SC_LEVEL3_CACHE_SIZE")))
+        except (ValueError, OSError):
+            return 0
+    return 0
+
+
 @functools.lru_cache(maxsize=None)
 def _machine_stream_min() -> int:
-    try:
-        llc = int(os.sysconf("SC_LEVEL3_CACHE_SIZE"))
-    except (ValueError, OSError, AttributeError):
-        llc = 0
-    return max(4 << 20, llc // 16)
+    return max(4 << 20, llc_bytes() // 16)
 
 
 def stream_min_bytes() -> int:

@@ -1,4 +1,5 @@
 """Fused code vs the unfused generator, bit for bit, on random kernels; any thread count gives the same bits."""
+import os
 import random
 
 import pytest
@@ -378,27 +379,18 @@ def test_matmul_bits_do_not_depend_on_the_thread_count():
 
 
 def test_stream_threshold_follows_the_last_level_cache(monkeypatch):
-    """Streaming from max(4 MiB, LLC / 16): 4 MiB without an L3 (or where sysconf cannot say), 32 MiB for a 512 MiB
-    L3; an output below the threshold takes plain stores, one at it streams."""
+    """Streaming from max(4 MiB, LLC / 16): 4 MiB without an L3 (or where the machine cannot say), 32 MiB for a
+    512 MiB L3; an output below the threshold takes plain stores, one at it streams."""
     import pypto.codegen.fused as FZ
-
-    def sysconf_with(llc):
-        def fake(name):
-            if name != "SC_LEVEL3_CACHE_SIZE":
-                raise AssertionError(name)
-            if llc is None:
-                raise ValueError("unknown")
-            return llc
-        return fake
 
     def k(x: S2, out: S2):
         out[:] = x * 2.0 + 1.0
 
     monkeypatch.setattr(FZ, "STREAM_MIN_BYTES", None)
     try:
-        for llc, want in ((None, 4 << 20), (0, 4 << 20), (16 << 20, 4 << 20), (512 << 20, 32 << 20)):
+        for llc, want in ((0, 4 << 20), (16 << 20, 4 << 20), (512 << 20, 32 << 20)):
             FZ._machine_stream_min.cache_clear()
-            monkeypatch.setattr(FZ.os, "sysconf", sysconf_with(llc))
+            monkeypatch.setattr(FZ, "llc_bytes", lambda llc=llc: llc)
             assert FZ.stream_min_bytes() == want, llc
         x = torch.randn(4096, 1024)            # 16 MiB out: below 32 MiB
         out = torch.zeros(4096, 1024)
@@ -411,6 +403,44 @@ def test_stream_threshold_follows_the_last_level_cache(monkeypatch):
         assert torch.equal(out, x * 2.0 + 1.0)
     finally:
         FZ._machine_stream_min.cache_clear()
+
+
+def test_llc_size_is_read_from_sysfs(tmp_path, monkeypatch):
+    """The LLC is the highest-level data/unified cache in sysfs (sizes in K, M or plain bytes; instruction caches
+    and unreadable entries ignored); without sysfs and without a sysconf name Python knows, 0. On this machine the
+    answer is what sysfs says (CPython's os.sysconf does not know SC_LEVEL3_CACHE_SIZE: the old code raised there
+    and treated every machine as cache-less)."""
+    import pypto.codegen.fused as FZ
+
+    def entry(name, level, kind, size):
+        d = tmp_path / name
+        d.mkdir()
+        (d / "level").write_text(f"{level}\n")
+        (d / "type").write_text(f"{kind}\n")
+        (d / "size").write_text(f"{size}\n")
+
+    entry("index0", 1, "Data", "48K")
+    entry("index1", 1, "Instruction", "64K")
+    entry("index2", 2, "Unified", "2048K")
+    entry("index3", 3, "Unified", "516096K")
+    (tmp_path / "uevent").write_text("")
+    monkeypatch.setattr(FZ, "SYS_CACHE", str(tmp_path))
+    assert FZ.llc_bytes() == 516096 << 10
+    (tmp_path / "index3" / "size").write_text("1M\n")
+    assert FZ.llc_bytes() == 1 << 20
+    (tmp_path / "index3" / "size").write_text("garbage\n")
+    assert FZ.llc_bytes() == 0 or "SC_LEVEL3_CACHE_SIZE" in os.sysconf_names   # unreadable: no answer
+    monkeypatch.setattr(FZ, "SYS_CACHE", str(tmp_path / "absent"))
+    if "SC_LEVEL3_CACHE_SIZE" not in os.sysconf_names:
+        assert FZ.llc_bytes() == 0
+    monkeypatch.undo()
+    real = "/sys/devices/system/cpu/cpu0/cache/index3/size"
+    if os.path.exists(real):
+        with open(real) as f:
+            size = f.read().strip()
+        assert FZ.llc_bytes() == int(size[:-1]) * {"K": 1 << 10, "M": 1 << 20}[size[-1]]
+    else:
+        assert FZ.llc_bytes() >= 0
 
 
 def _softmax_src(rows, cols, fuse=True, view=False):
