@@ -378,9 +378,9 @@ def test_matmul_bits_do_not_depend_on_the_thread_count():
         torch.testing.assert_close(res[1], x.double() @ y.double(), rtol=1e-5, atol=1e-4, check_dtype=False)
 
 
-def test_stream_threshold_follows_the_last_level_cache(monkeypatch):
-    """Streaming from max(4 MiB, LLC / 16): 4 MiB without an L3 (or where the machine cannot say), 32 MiB for a
-    512 MiB L3; an output below the threshold takes plain stores, one at it streams."""
+def test_stream_threshold_follows_the_core_cache(monkeypatch):
+    """Streaming from max(4 MiB, 2 x L2): 4 MiB where the machine cannot say or for a 2 MiB L2, 32 MiB for a
+    16 MiB L2; an output below the threshold takes plain stores, one at it streams."""
     import pypto.codegen.fused as FZ
 
     def k(x: S2, out: S2):
@@ -388,10 +388,10 @@ def test_stream_threshold_follows_the_last_level_cache(monkeypatch):
 
     monkeypatch.setattr(FZ, "STREAM_MIN_BYTES", None)
     try:
-        for llc, want in ((0, 4 << 20), (16 << 20, 4 << 20), (512 << 20, 32 << 20)):
+        for l2, want in ((0, 4 << 20), (2 << 20, 4 << 20), (16 << 20, 32 << 20)):
             FZ._machine_stream_min.cache_clear()
-            monkeypatch.setattr(FZ, "llc_bytes", lambda llc=llc: llc)
-            assert FZ.stream_min_bytes() == want, llc
+            monkeypatch.setattr(FZ, "cache_bytes", lambda level, l2=l2: l2 if level == 2 else 0)
+            assert FZ.stream_min_bytes() == want, l2
         x = torch.randn(4096, 1024)            # 16 MiB out: below 32 MiB
         out = torch.zeros(4096, 1024)
         _, src = _build(k, (x, out), True)
@@ -405,11 +405,10 @@ def test_stream_threshold_follows_the_last_level_cache(monkeypatch):
         FZ._machine_stream_min.cache_clear()
 
 
-def test_llc_size_is_read_from_sysfs(tmp_path, monkeypatch):
-    """The LLC is the highest-level data/unified cache in sysfs (sizes in K, M or plain bytes; instruction caches
-    and unreadable entries ignored); without sysfs and without a sysconf name Python knows, 0. On this machine the
-    answer is what sysfs says (CPython's os.sysconf does not know SC_LEVEL3_CACHE_SIZE: the old code raised there
-    and treated every machine as cache-less)."""
+def test_cache_sizes_are_read_from_sysfs(tmp_path, monkeypatch):
+    """A level's size is its data/unified cache in sysfs (sizes in K, M or plain bytes; instruction caches skipped);
+    unreadable or absent, 0 unless sysconf knows. On this machine: what sysfs says (CPython's os.sysconf does not
+    know SC_LEVEL2/3_CACHE_SIZE on glibc: the old code raised there and treated every machine as cache-less)."""
     import pypto.codegen.fused as FZ
 
     def entry(name, level, kind, size):
@@ -425,22 +424,26 @@ def test_llc_size_is_read_from_sysfs(tmp_path, monkeypatch):
     entry("index3", 3, "Unified", "516096K")
     (tmp_path / "uevent").write_text("")
     monkeypatch.setattr(FZ, "SYS_CACHE", str(tmp_path))
-    assert FZ.llc_bytes() == 516096 << 10
-    (tmp_path / "index3" / "size").write_text("1M\n")
-    assert FZ.llc_bytes() == 1 << 20
-    (tmp_path / "index3" / "size").write_text("garbage\n")
-    assert FZ.llc_bytes() == 0 or "SC_LEVEL3_CACHE_SIZE" in os.sysconf_names   # unreadable: no answer
+    assert (FZ.cache_bytes(1), FZ.cache_bytes(2), FZ.cache_bytes(3)) == (48 << 10, 2 << 20, 516096 << 10)
+    (tmp_path / "index2" / "size").write_text("1M\n")
+    assert FZ.cache_bytes(2) == 1 << 20
+    (tmp_path / "index2" / "size").write_text("4194304\n")
+    assert FZ.cache_bytes(2) == 4 << 20
+    knows = "SC_LEVEL2_CACHE_SIZE" in os.sysconf_names
+    (tmp_path / "index2" / "size").write_text("garbage\n")
+    assert FZ.cache_bytes(2) == 0 or knows                     # unreadable: no answer from sysfs
     monkeypatch.setattr(FZ, "SYS_CACHE", str(tmp_path / "absent"))
-    if "SC_LEVEL3_CACHE_SIZE" not in os.sysconf_names:
-        assert FZ.llc_bytes() == 0
+    assert FZ.cache_bytes(2) == 0 or knows
     monkeypatch.undo()
-    real = "/sys/devices/system/cpu/cpu0/cache/index3/size"
-    if os.path.exists(real):
-        with open(real) as f:
+    real = "/sys/devices/system/cpu/cpu0/cache/index2"
+    if os.path.exists(real + "/size"):
+        with open(real + "/level") as f:
+            level = int(f.read())
+        with open(real + "/size") as f:
             size = f.read().strip()
-        assert FZ.llc_bytes() == int(size[:-1]) * {"K": 1 << 10, "M": 1 << 20}[size[-1]]
+        assert FZ.cache_bytes(level) == int(size[:-1]) * {"K": 1 << 10, "M": 1 << 20}[size[-1]]
     else:
-        assert FZ.llc_bytes() >= 0
+        assert FZ.cache_bytes(2) >= 0
 
 
 def _softmax_src(rows, cols, fuse=True, view=False):
