@@ -119,8 +119,8 @@ struct bf16 {
 
 /* ------------------------------------------------------------------------------------------------------ */
 /* FP8 storage types, converted exactly as torch's .to() converts them (tested on every byte value and on
- * float32 edge values in tests/ut/compat/test_new_dtypes.py). They are never computed on: generated code only
- * loads them through float and stores them from float. */
+ * float32 edge values in tests/ut/language/test_narrow_and_unsigned_dtypes.py). They are never computed on:
+ * generated code only loads them through float and stores them from float. */
 
 /* |f| (float bits ax, finite, below the overflow bound) rounded to nearest even in a format with M mantissa
  * bits and exponent bias B; returns exponent and mantissa fields (sign not included). */

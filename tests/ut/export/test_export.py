@@ -14,8 +14,8 @@ import torch
 import pypto
 from pypto.export import ExportError, encode_value
 
-from . import _kernels as K
-from ._bundle import REPO, build_dir_root, pypto_dirs
+from embed import _kernels as K  # the embedding tests' kernels and bundle: the C++ runtime loads the same bundle
+from embed._bundle import REPO, build_dir_root, pypto_dirs
 
 
 def _manifest(d) -> dict:

@@ -14,7 +14,7 @@ from ._util import raises
 _FAKE_SCRIPT = textwrap.dedent("""
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
-    from tests.ut.torchop import _kernels as K
+    from tests.ut.torch_op import _kernels as K
 
     gated = K.gated.as_torch_op("fake_gated")
     sig = K.sig.as_torch_op("fake_sig", returns=["out"])
