@@ -127,7 +127,7 @@ def test_matmul_errors():
 
 def test_writing_an_op_result_makes_it_a_local_tensor():
     """The reference lets a kernel write into an op's result; the written temporary becomes a local tensor (kept
-    in memory, its producer not fused away). Results against torch: tests/ut/compat/test_semantics_item11.py."""
+    in memory, its producer not fused away). Results against torch: tests/ut/language/test_shape_ops.py."""
     def k_rw(a: F32, out: F32):
         t = a + 1.0
         t[0, :] = 1.0

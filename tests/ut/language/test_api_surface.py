@@ -1,4 +1,4 @@
-"""The reference namespace's remaining names (issue 11 item 9): enums and the ops that take them, SymbolicScalar,
+"""The reference namespace's remaining names: enums and the ops that take them, SymbolicScalar,
 Element, sub-functions, hints, pass configs, from_torch, platform and pypto.experimental — each against torch, each
 error path checked for its message and for untouched outputs."""
 import enum

@@ -1,4 +1,4 @@
-"""Issue 11, the last reference names: pypto.conv (vs torch conv1d/2d/3d), pypto.uniform / pypto.normal (Philox4x32-10,
+"""pypto.conv (vs torch conv1d/2d/3d), pypto.uniform / pypto.normal (Philox4x32-10,
 deterministic per seed/counter whatever the thread count; distribution checks), pypto.ceil_div and
 isinstance(x, pypto.Tensor) for kernel tensors. Errors name the kernel, the op, the parameter, expected and got,
 and leave the outputs untouched."""

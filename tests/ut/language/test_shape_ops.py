@@ -1,6 +1,8 @@
-"""Views, valid_shape, reshape (inplace=True, valid_shape=), expand_clone, unsqueeze/squeeze, clone, transpose,
-permute, concat, local tensors (pypto.tensor / full / zeros), arange, one_hot — against torch for
-fp32/fp16/bf16/int32 with DYNAMIC row counts 1, 7, 33, 130 (tail tiles), plus their errors."""
+"""Views, slices and writes, valid_shape, reshape (inplace=True, valid_shape=), expand_clone, unsqueeze/squeeze,
+clone, transpose, permute, concat, local tensors (pypto.tensor / full(valid_shape=) / zeros), arange, one_hot —
+against torch for fp32/fp16/bf16/int32 with DYNAMIC row counts 1, 7, 33, 130 (tail tiles), plus their errors.
+A write of a tile with a smaller valid_shape writes only its valid region; a slice stop past the end clamps;
+an op's result is writable."""
 import pytest
 import torch
 
@@ -8,8 +10,10 @@ import pypto
 from pypto.errors import KernelRuntimeError, KernelTraceError
 
 from _multi import ALL4, rand
+from callpath._util import fails_untouched as _fails_untouched
 
 D = pypto.DYNAMIC
+F32 = pypto.DT_FP32
 ROWS = [1, 7, 33, 130]
 
 
@@ -155,3 +159,289 @@ def test_arange_one_hot(dt):
         k(x, r, oh)
         assert torch.equal(r, torch.arange(3, 3 + n, dtype=dt))
         assert torch.equal(oh, torch.nn.functional.one_hot(x.long(), 7))
+
+
+# ---- views, writes, shape ops, local tensors ---------------------------------------------------------------------
+
+T = pypto.Tensor
+
+
+def _rand(shape, dtype, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    if dtype.is_floating_point:
+        return torch.randn(shape, generator=g).to(dtype)
+    return torch.randint(-50, 51, shape, generator=g, dtype=dtype)
+
+
+def test_slices_views_and_writes():
+    x = _rand((10, 12), torch.float32, seed=6)
+
+    @pypto.frontend.jit
+    def k(x: T, out: T):
+        out[:] = 0.0
+        out[0:3, :] = x[7:10, :]                 # slice read + slice write
+        out[3, 2:5] = x[0, 0:3] * 2.0            # int index drops a dim
+        out[4:6, -2:] = x[..., -2:][0:2, :].transpose(0, 1)[0:2, 0:2]  # negative bounds, ellipsis
+        t = pypto.view(x, [2, 4], [5, 6])
+        pypto.assemble(t + 1.0, [6, 0], out)
+        out[8:10, 0:12:3] = x[0:2, 1::3]         # steps
+        out[9, :] += 100.0                       # in-place update through a view
+
+    out = torch.zeros(10, 12)
+    k(x, out)
+    ref = torch.zeros(10, 12)
+    ref[0:3, :] = x[7:10, :]
+    ref[3, 2:5] = x[0, 0:3] * 2.0
+    ref[4:6, -2:] = x[..., -2:][0:2, :].transpose(0, 1)[0:2, 0:2]
+    ref[6:8, 0:4] = x[5:7, 6:10] + 1.0
+    ref[8:10, 0:12:3] = x[0:2, 1::3]
+    ref[9, :] += 100.0
+    assert torch.equal(out, ref)
+
+
+def test_reshape_transpose_unsqueeze_expand_concat_clone():
+    x = _rand((4, 6), torch.float32, seed=7)
+    y = _rand((4, 2), torch.float32, seed=8)
+
+    @pypto.frontend.jit
+    def k(x: T, y: T, r: T, t: T, u: T, e: T, c: T, cl: T):
+        r[:] = pypto.reshape(x, [3, -1])
+        t[:] = pypto.transpose(x, 0, 1)
+        u[:] = pypto.unsqueeze(x[:, 0], 1) + pypto.unsqueeze(x[0, :], 0)
+        e[:] = pypto.expand_clone(x[0:1, :], [3, 6])
+        c[:] = pypto.concat([x, y, x[:, 0:1]], 1)
+        cl[:] = pypto.reshape(pypto.transpose(x, 0, 1), [4, 6]).clone()
+
+    outs = [torch.zeros(s) for s in ((3, 8), (6, 4), (4, 6), (3, 6), (4, 9), (4, 6))]
+    k(x, y, *outs)
+    refs = [x.reshape(3, -1), x.t(), x[:, 0:1] + x[0:1, :], x[0:1].expand(3, 6),
+            torch.cat([x, y, x[:, 0:1]], 1), x.t().reshape(4, 6)]
+    for o, r in zip(outs, refs):
+        assert torch.equal(o, r)
+
+
+def test_full_and_local_tensor():
+    @pypto.frontend.jit
+    def k(out: T, acc_out: T):
+        out[:] = pypto.full([3, 5], 2.5, pypto.DT_FP32) * 2
+        acc = pypto.tensor([2, 5], pypto.DT_FP32)
+        for i in pypto.loop(3):
+            acc[:] = acc + out[i:i + 1, :] * (i + 1)
+        acc_out[:] = acc
+
+    out, acc = torch.zeros(3, 5), torch.zeros(2, 5)
+    k(out, acc)
+    assert torch.equal(out, torch.full((3, 5), 5.0))
+    assert torch.equal(acc, torch.full((2, 5), 30.0))
+
+
+def test_arange_and_one_hot():
+    @pypto.frontend.jit
+    def k(x: pypto.Tensor([pypto.DYNAMIC], pypto.DT_INT32), r1: T, r2: pypto.Tensor([pypto.DYNAMIC], pypto.DT_INT64),
+          oh: pypto.Tensor([pypto.DYNAMIC, 5], pypto.DT_INT64)):
+        r1[:] = pypto.arange(0.5, 3.0, 0.25)
+        r2[:] = pypto.arange(x.shape[0] - 1, -1, -1)
+        oh[:] = pypto.one_hot(x, 5)
+
+    x = torch.tensor([0, 4, 2, 2, 1, 3, 0], dtype=torch.int32)
+    r1, r2, oh = torch.zeros(10), torch.zeros(7, dtype=torch.int64), torch.zeros(7, 5, dtype=torch.int64)
+    k(x, r1, r2, oh)
+    assert torch.equal(r1, torch.arange(0.5, 3.0, 0.25))
+    assert torch.equal(r2, torch.arange(6, -1, -1))
+    assert torch.equal(oh, torch.nn.functional.one_hot(x.long(), 5))
+
+
+# ---- full(valid_shape=), sym.min / sym.max -----------------------------------------------------------------------
+
+
+@pypto.frontend.jit
+def relu_tiles(x: pypto.Tensor([pypto.DYNAMIC, 8], F32), out: pypto.Tensor([pypto.DYNAMIC, 8], F32)):
+    n = x.shape[0]
+    for i in pypto.loop(0, pypto.ceildiv(n, 4), 1):
+        rows = (n - i * 4).min(4)  # the reference's spelling of pypto.min(n - i * 4, 4)
+        tile = pypto.view(x, [4, 8], [i * 4, 0], valid_shape=[rows, 8])
+        zero = pypto.full([4, 8], 0.0, F32, valid_shape=[rows, 8])
+        out[i * 4:i * 4 + rows, :] = pypto.maximum(tile, zero)
+
+
+@pypto.frontend.jit
+def whole(x: pypto.Tensor([pypto.DYNAMIC, 8], F32), out: pypto.Tensor([pypto.DYNAMIC, 8], F32)):
+    ones = pypto.full(x.shape, 1.0, F32, valid_shape=x.shape)  # a symbolic shape: the valid region is the tensor
+    out[:] = x + ones * (x.shape[0].max(3))
+
+
+def test_full_with_valid_shape_and_sym_min_match_torch():
+    for n in (8, 10, 3):
+        x = torch.randn(n, 8)
+        out = torch.zeros(n, 8)
+        relu_tiles(x, out)
+        torch.testing.assert_close(out, torch.relu(x))
+
+
+def test_full_with_a_symbolic_shape_and_sym_max():
+    for n in (2, 5):
+        x = torch.randn(n, 8)
+        out = torch.zeros(n, 8)
+        whole(x, out)
+        torch.testing.assert_close(out, x + max(n, 3))
+
+
+def test_full_valid_shape_rank_mismatch_is_refused():
+    @pypto.frontend.jit
+    def bad_full(x: pypto.Tensor([4, 8], F32), out: pypto.Tensor([4, 8], F32)):
+        out[:] = x + pypto.full([4, 8], 1.0, F32, valid_shape=[4])
+
+    out = torch.full((4, 8), 2.0)
+    with pytest.raises(KernelTraceError) as e:
+        bad_full(torch.ones(4, 8), out)
+    assert "bad_full" in str(e.value) and "valid_shape" in str(e.value) and "[4]" in str(e.value)
+    torch.testing.assert_close(out, torch.full((4, 8), 2.0))
+
+
+# ---- a write of a tile with a smaller valid_shape ----------------------------------------------------------------
+
+@pypto.frontend.jit
+def k_view_valid(x: pypto.Tensor([], F32), out: pypto.Tensor([], F32), shape: list, offsets: list, valid_shape: list):
+    pypto.set_vec_tile_shapes(*([8] * len(x.shape)))
+    out[:] = pypto.view(x, shape, offsets, valid_shape=valid_shape)
+
+
+@pypto.frontend.jit
+def k_view_valid_expr(x: pypto.Tensor([], F32), out: pypto.Tensor([], F32)):
+    t = pypto.view(x, [4, 8], [1, 0], valid_shape=[3, 5])
+    out[:] = pypto.exp(t) * 2.0 + 1.0
+
+
+def _ref_write(out, src):
+    want = out.clone()
+    want[tuple(slice(0, d) for d in src.shape)] = src
+    return want
+
+
+def test_reference_example_writes_the_valid_rows_and_leaves_the_rest():
+    x = torch.tensor([[1, 1, 2, 2, 3, 3, 4, 4], [1, 1, 2, 2, 3, 3, 4, 4], [1, 1, 2, 2, 5, 5, 6, 6],
+                      [1, 1, 2, 2, 5, 5, 6, 6]], dtype=torch.float32)
+    out = torch.zeros(4, 4)
+    k_view_valid(x, out, [4, 4], [2, 4], [2, 4])
+    torch.testing.assert_close(out, _ref_write(torch.zeros(4, 4), x[2:4, 4:8]), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("offsets,valid", [([0, 3], [5, 2]), ([2, 1], [1, 7]), ([1, 0], [6, 8])])
+def test_valid_region_on_both_dims_keeps_the_prefilled_rest(offsets, valid):
+    x = torch.randn(7, 9)
+    out = torch.full((6, 8), -3.0)
+    k_view_valid(x, out, [6, 8], offsets, valid)
+    src = x[offsets[0]:offsets[0] + valid[0], offsets[1]:offsets[1] + valid[1]]
+    torch.testing.assert_close(out, _ref_write(torch.full((6, 8), -3.0), src), rtol=0, atol=0)
+
+
+def test_an_expression_of_a_valid_tile_writes_its_valid_region():
+    x = torch.randn(5, 8)
+    out = torch.full((4, 8), 9.0)
+    k_view_valid_expr(x, out)
+    src = torch.exp(x[1:4, 0:5]) * 2.0 + 1.0
+    torch.testing.assert_close(out, _ref_write(torch.full((4, 8), 9.0), src), rtol=1e-6, atol=1e-6)
+
+
+def test_a_plain_smaller_slice_is_still_a_shape_mismatch_and_outputs_stay():
+    @pypto.frontend.jit
+    def short_write(x: pypto.Tensor([], F32), out: pypto.Tensor([], F32)):
+        out[:] = x[0:2, :]                 # a [2, 4] slice is a whole [2, 4] tile, not a [4, 4] tile
+
+    out = torch.full((4, 4), 5.0)
+    with pytest.raises(KernelTraceError) as e:
+        short_write(torch.ones(4, 4), out)
+    msg = str(e.value)
+    assert "short_write" in msg and "shape mismatch" in msg and "[2, 4]" in msg and "[4, 4]" in msg, msg
+    torch.testing.assert_close(out, torch.full((4, 4), 5.0), rtol=0, atol=0)
+
+
+# ---- slice stops past the end clamp ------------------------------------------------------------------------------
+
+
+@pypto.frontend.jit
+def k_blocks(x: pypto.Tensor([D, 16], F32), out: pypto.Tensor([D, 16], F32)):
+    n = x.shape[0]
+    for i in pypto.loop(0, (n + 3) // 4):
+        out[i * 4:(i + 1) * 4, :] = x[i * 4:(i + 1) * 4, :] * 3.0
+
+
+@pytest.mark.parametrize("n", [4, 6, 9])
+def test_symbolic_slice_stop_past_the_end_clamps(n):
+    x, out = torch.randn(n, 16), torch.zeros(n, 16)
+    k_blocks(x, out)
+    assert torch.equal(out, x * 3)
+
+
+def test_static_slice_stop_past_the_end_clamps():
+    @pypto.frontend.jit
+    def k_tail(x: pypto.Tensor([6, 16], F32), out: pypto.Tensor([2, 16], F32)):
+        out[:] = x[4:100, :] * 3.0
+
+    x, out = torch.randn(6, 16), torch.zeros(2, 16)
+    k_tail(x, out)
+    assert torch.equal(out, x[4:100] * 3)
+
+
+def test_a_symbolic_stop_outside_a_loop_is_still_checked():
+    @pypto.frontend.jit
+    def k_bad_start(x: pypto.Tensor([D, 16], F32), out: pypto.Tensor([D, 16], F32)):
+        n = x.shape[0]
+        out[:] = x * 1.0
+        out[0:1, :] = x[n + 1:n + 2, :]
+
+    out = torch.full((3, 16), 2.0)
+    _fails_untouched(KernelTraceError, lambda: k_bad_start(torch.ones(3, 16), out), out,
+                     "kernel 'k_bad_start'", "getitem: slice stop (x.shape[0] + 2) exceeds dim 0 of size "
+                                             "x.shape[0]")
+
+
+# ---- an op's result is writable ----------------------------------------------------------------------------------
+
+@pypto.frontend.jit
+def k_write_result(a: pypto.Tensor([4, 16], F32), b: pypto.Tensor([4, 16], F32), out: pypto.Tensor([4, 16], F32)):
+    t = pypto.add(a, b)
+    t[1:2, :] = a[1:2, :] * 0.0
+    t[:, 0:2] = 5.0
+    out[:] = t * 2.0
+
+
+def test_op_result_is_writable():
+    a, b, out = torch.randn(4, 16), torch.randn(4, 16), torch.zeros(4, 16)
+    k_write_result(a, b, out)
+    ref = a + b
+    ref[1] = 0
+    ref[:, 0:2] = 5
+    assert torch.equal(out, ref * 2)
+
+
+def test_writing_an_op_result_leaves_its_operands_alone():
+    @pypto.frontend.jit
+    def k_keep(a: pypto.Tensor([4, 8], F32), out: pypto.Tensor([4, 8], F32), out2: pypto.Tensor([4, 8], F32)):
+        t = pypto.exp(a)
+        u = t + 1.0
+        t[:] = 0.0
+        out[:] = u
+        out2[:] = t + a
+
+    a, out, out2 = torch.randn(4, 8), torch.zeros(4, 8), torch.zeros(4, 8)
+    k_keep(a, out, out2)
+    torch.testing.assert_close(out, torch.exp(a) + 1, rtol=1e-6, atol=1e-6)
+    assert torch.equal(out2, a)
+
+
+# ---- reshape(valid_shape=) of a padded view ----------------------------------------------------------------------
+
+@pypto.frontend.jit
+def k_reshape_valid(a: pypto.Tensor([D, 8], F32), out: pypto.Tensor([D, 2, 4], F32)):
+    n = a.shape[0]
+    v = pypto.view(a, [16, 8], [0, 0], valid_shape=[n, 8])
+    r = pypto.reshape(v, [16, 2, 4], valid_shape=[n, 2, 4])
+    out[:] = r * 1.0
+
+
+@pytest.mark.parametrize("n", [1, 5, 16])
+def test_reshape_with_valid_shape_reshapes_the_valid_data(n):
+    a, out = torch.randn(n, 8), torch.zeros(n, 2, 4)
+    k_reshape_valid(a, out)
+    assert torch.equal(out, a.reshape(n, 2, 4))

@@ -1,7 +1,7 @@
 """Structural ops of the reference against torch: argmax / argmin / argsort, cumprod, tril / triu, var, ones /
 zeros, pad, fillpad, gathermask, interleave / deinterleave, bytes_of (fp32, an int dtype, fp16/bf16 where
 supported, DYNAMIC shapes), their trace-time errors (kernel, op, expected, got; outputs untouched) and the
-verify interpreter's rules for the new IR ops. The in-place index ops are in test_index_ops.py."""
+verify interpreter's rules for the new IR ops. The in-place index ops are in test_indexing.py."""
 import warnings
 
 import pytest
