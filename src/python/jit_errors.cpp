@@ -4,6 +4,7 @@
 #include "core/binder.h"
 #include "core/launch.h"
 #include "core/messages.h"
+#include "core/overlap.h"
 #include "python/jit_cold.h"
 #include "python/tensor_reader.h"
 
@@ -120,6 +121,8 @@ PyObject* tensor_check_error(JitState& st, const DLTensor* dl, PyObject** slots)
 PyObject* scalar_overflow_error(JitState& st, int pos) {
   return raise(PyExc_OverflowError, msg::head(st.table, pos) + "integer does not fit in 64 bits");
 }
+
+PyObject* overlap_error(JitState& st, int pair) { return raise(PyExc_ValueError, overlap_message(st.table, pair)); }
 
 PyObject* readonly_error(JitState& st, uint64_t written_readonly) {
   int t = 0;
