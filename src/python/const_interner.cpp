@@ -108,7 +108,8 @@ bool ConstInterner::encode(PyObject* obj, bool plain, int depth, std::string* ou
         out->push_back('i');
         put_u64(out, static_cast<uint64_t>(v));
       } else {
-        PyObject* s = PyLong_Type.tp_repr(obj);
+        // hexadecimal: exact, and not subject to Python's limit on decimal conversions (4300 digits)
+        PyObject* s = PyNumber_ToBase(obj, 16);
         if (s == nullptr) return false;
         Py_ssize_t n;
         const char* u = PyUnicode_AsUTF8AndSize(s, &n);

@@ -30,6 +30,13 @@ std::string py_repr(PyObject* o) {
   PyObject* s = PyObject_Repr(o);
   if (s == nullptr) {
     PyErr_Clear();
+    if (PyLong_Check(o)) {  // an int beyond Python's limit for decimal text (sys.get_int_max_str_digits())
+      PyObject* bits = PyObject_CallMethod(o, "bit_length", nullptr);
+      const long long n = bits ? PyLong_AsLongLong(bits) : -1;
+      Py_XDECREF(bits);
+      PyErr_Clear();
+      return "<an int of " + std::to_string(n) + " bits>";
+    }
     return "<?>";
   }
   std::string r = PyUnicode_AsUTF8(s);
