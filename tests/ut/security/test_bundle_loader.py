@@ -22,7 +22,9 @@ from embed import _kernels as K  # noqa: E402
 
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory):
-    return export_test_bundle(tmp_path_factory.mktemp("hostile_bundle"))
+    d = tmp_path_factory.mktemp("hostile_bundle")
+    export_test_bundle(d)
+    return d
 
 
 @pytest.fixture(scope="module")
