@@ -179,6 +179,10 @@ bool ConstInterner::encode_by_key(PyObject* obj, int depth, std::string* out, st
   if (res != nullptr && PyTuple_Check(res) && PyTuple_GET_SIZE(res) == 3)
     tag = PyUnicode_Check(PyTuple_GET_ITEM(res, 0)) ? PyUnicode_AsUTF8(PyTuple_GET_ITEM(res, 0)) : nullptr;
   if (tag == nullptr || tag[0] == 0 || tag[1] != 0) {
+    if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_Exception)) {  // KeyboardInterrupt, SystemExit: untouched
+      Py_XDECREF(res);
+      return false;
+    }
     *error = std::string("unsupported constant type '") + type->tp_name + "': " +
              (PyErr_Occurred() ? exception_text() : std::string("no value key"));
     Py_XDECREF(res);

@@ -35,6 +35,11 @@ def test_interrupt_in_a_scalars_conversion_propagates_untouched(cache):
         class Interrupting:
             def __float__(self): raise KeyboardInterrupt("from __float__")
             def __index__(self): raise KeyboardInterrupt("from __index__")
+        class InterruptingConstant:
+            def __reduce_ex__(self, protocol): raise KeyboardInterrupt("from the constant's key")
+        @pypto.frontend.jit
+        def kc(x: V, out: V, c=None):
+            out[:] = x + 1.0
         class Failing:
             def __float__(self): raise ZeroDivisionError("user bug")
         @pypto.frontend.jit
@@ -50,7 +55,8 @@ def test_interrupt_in_a_scalars_conversion_propagates_untouched(cache):
         out.fill_(7.0); outi.fill_(7)
         got = []
         for call in (lambda: kf(x, out, Interrupting()), lambda: ki(xi, outi, Interrupting()),
-                     lambda: kf(x, out, Failing()), lambda: kf(x, out, object())):
+                     lambda: kf(x, out, Failing()), lambda: kf(x, out, object()),
+                     lambda: kc(x, out, InterruptingConstant())):
             try:
                 call()
                 got.append(None)
@@ -62,6 +68,7 @@ def test_interrupt_in_a_scalars_conversion_propagates_untouched(cache):
     assert r["got"][1] == ["KeyboardInterrupt", "from __index__"]
     assert r["got"][2] == ["ZeroDivisionError", "user bug"]
     assert r["got"][3][0] == "TypeError" and "kernel 'kf'" in r["got"][3][1]
+    assert r["got"][4] == ["KeyboardInterrupt", "from the constant's key"]
     assert r["untouched"]
 
 
