@@ -61,8 +61,9 @@ OverlapPlan plan_overlap_check(const DLTensor* t, int n, uint64_t written, bool 
 // over the pointers, counts the tensors that start within the window of the one written tensor (itself included);
 // only when another one does are they compared exactly. One add, compare and add-with-carry per tensor on top of
 // the copy (callgrind: docs/security.md). Returns find_partial_overlap's result.
-[[gnu::always_inline]] inline int pack_tensor_args(const DLTensor* t, int n, PyptoTensorArg* out, const OverlapPlan& plan,
-                                                   uint64_t written, int64_t elements) noexcept {
+[[gnu::always_inline]] inline int pack_tensor_args(const DLTensor* t, int n, PyptoTensorArg* out,
+                                                   const OverlapPlan& plan, uint64_t written,
+                                                   int64_t elements) noexcept {
   if (plan.tensor < 0) [[unlikely]] return pack_tensor_args_general(t, n, out, written, elements);
   // modular arithmetic: a wrap below address 0 only adds candidates
   const uintptr_t offset = plan.window - reinterpret_cast<uintptr_t>(t[plan.tensor].data);

@@ -129,7 +129,8 @@ class TypeCheck {
   void spec(const json& s, const std::string& path) {
     const json& key = list(s, "tensor_key", path);
     for (size_t i = 0; i < key.size(); ++i)
-      if (!key[i].is_number_integer()) bad(at(path, "tensor_key") + "[" + std::to_string(i) + "]", "an integer", key[i]);
+      if (!key[i].is_number_integer())
+        bad(at(path, "tensor_key") + "[" + std::to_string(i) + "]", "an integer", key[i]);
     const json& cs = field(s, "constants", path);
     if (!cs.is_object()) bad(at(path, "constants"), "an object", cs);
     for (const auto& [name, v] : cs.items()) value(v, at(path, "constants") + "." + name);

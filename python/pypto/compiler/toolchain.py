@@ -237,7 +237,11 @@ def _stop_running_builds():
 
 
 def _run_tool(argv: list, tmp: str, timeout: float) -> subprocess.CompletedProcess:
-    """subprocess.run with the compiler registered for the exit handler while it runs."""
+    """Run the compiler. On the main thread subprocess.run kills it on any exception (KeyboardInterrupt included)
+    and the build's `finally` removes its output before the process can exit; on another thread (the background
+    torch-reader build) exit does not wait for the build, so the compiler is registered for the exit handler."""
+    if threading.current_thread() is threading.main_thread():
+        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
     with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
         with _running_lock:
             _running[tmp] = proc
