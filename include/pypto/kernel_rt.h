@@ -1,7 +1,9 @@
 /* pypto kernel runtime helpers: included by every generated kernel after kernel_abi.h.
  *
- * Kept deliberately tiny (compile time of a simple kernel is the budget): no <iostream>, no STL containers,
- * no libm headers (GCC/Clang builtins call libm directly). Provides
+ * Every kernel compile parses all of it (a simple kernel's compile time is the budget), so it includes nothing
+ * but <stdint.h> and pypto's own kernel headers (threaded kernels add kernel_par.h: <pthread.h>, <dlfcn.h>): no
+ * <iostream>, no STL containers, no libm or intrinsics headers (GCC/Clang builtins call libm directly; vector
+ * code uses GCC vector types, builtins and inline asm). Provides
  *   - half / bf16 storage types with exact round-to-nearest-even conversion from float (bit manipulation);
  *   - FP8 (e4m3fn, e5m2, e8m0fnu) storage types converted as torch converts them, the packed FP4 pair as bytes;
  *   - Cvt<To>::from(x): the one conversion every generated load/store goes through;
@@ -10,6 +12,8 @@
  *   - Buffer: an RAII heap block for temporaries that do not fit on the stack;
  *   - exp_ for float without libm (vectorizes); the fixed lane order of float reductions (fold_*);
  *   - Scratch: uninitialised aligned heap tile buffers;
+ *   - exp16, stable_sort_idx, prefetch_at, stream64 (streaming stores), overlaps, and the failure and
+ *     runtime_debug_mode=4 bounds-check helpers (fail, numel, check_view) that generated code calls;
  *   - run_parts / parallel_for: on the process-wide thread pool of kernel_par.h when PYPTO_RT_THREADS is defined
  *     before inclusion, else serial;
  *   - gemm_f32: the packed, register-blocked matmul (kernel_gemm.h).

@@ -104,7 +104,7 @@ EW = {
 def ew_expr(fn: str, args: list, ct_dtype, hoist=None) -> str:
     """The expression of fn on args. `hoist(arg) -> expression`, when given, takes the argument of a float32 exp
     (also the one inside sigmoid) and returns what stands for exp of it: the emitter computes those 16 lanes at a
-    time with pypto_rt::exp16, which gives exp_'s bits (cpp.py `_Emitter.elem_loop`)."""
+    time with pypto_rt::exp16, which gives exp_'s bits (emitter.py `EmitterCore.elem_loop`)."""
     if hoist is not None and ct_dtype is not None and DT(ct_dtype) == DT.DT_FP32 and fn in ("exp", "sigmoid"):
         if fn == "exp":
             return hoist(args[0])
@@ -132,7 +132,7 @@ REDUCE_STEP = {
 }
 
 
-# Helpers the generated code defines itself (emitted by codegen/cpp.py only when a kernel uses `pypto_k::`).
+# Helpers the generated code defines itself (source.py adds them only when a kernel uses `pypto_k::`).
 # floor_divide is torch's div_floor_floating (c10/util/generic_math.h) step for step, so results (and the sign
 # of zero) match torch bit for bit.
 PRELUDE = """namespace pypto_k {

@@ -256,9 +256,9 @@ def test_fused_inner_loops_vectorize(tmp_path):
 def test_streaming_stores_give_the_same_bits(seed, monkeypatch):
     """With the streaming threshold at 0 every fused write whose last dim is contiguous streams whole 64-byte
     lines (or falls back to plain stores on odd widths / unaligned rows): the bits equal the unfused build's."""
-    import pypto.codegen.fused as FZ
+    import pypto.codegen.machine as MC
 
-    monkeypatch.setattr(FZ, "STREAM_MIN_BYTES", 0)
+    monkeypatch.setattr(MC, "STREAM_MIN_BYTES", 0)
     prog = random_program(seed)
     rows, cols = [(40, 64), (300, 257), (129, 48)][seed]
     g = torch.Generator().manual_seed(seed)
@@ -282,7 +282,7 @@ def test_large_outputs_stream_and_stay_exact(monkeypatch):
     """At a 4 MiB threshold (the machine default's floor) an 8 MiB fp32 output and a 4 MiB bf16 output stream (rows of whole 64-byte lines); an output view that starts
     off a 64-byte line (a column slice) takes the plain stores; all against torch, any thread count, and the
     bytes around the written view are untouched."""
-    import pypto.codegen.fused as FZ
+    import pypto.codegen.machine as MC
 
     B2 = pypto.Tensor([pypto.STATIC, pypto.STATIC], pypto.DT_BF16)
 
@@ -295,7 +295,7 @@ def test_large_outputs_stream_and_stay_exact(monkeypatch):
 
     g = torch.Generator().manual_seed(0)
     x = torch.randn(2048, 1024, generator=g)
-    monkeypatch.setattr(FZ, "STREAM_MIN_BYTES", 4 << 20)       # the smallest machine threshold
+    monkeypatch.setattr(MC, "STREAM_MIN_BYTES", 4 << 20)       # the smallest machine threshold
     for nt in (1, 2):
         out, half = torch.zeros(2048, 1024), torch.zeros(2048, 1024, dtype=torch.bfloat16)
         x2 = torch.randn(2048, 1024, generator=g)
@@ -381,17 +381,17 @@ def test_matmul_bits_do_not_depend_on_the_thread_count():
 def test_stream_threshold_follows_the_core_cache(monkeypatch):
     """Streaming from max(4 MiB, 2 x L2): 4 MiB where the machine cannot say or for a 2 MiB L2, 32 MiB for a
     16 MiB L2; an output below the threshold takes plain stores, one at it streams."""
-    import pypto.codegen.fused as FZ
+    import pypto.codegen.machine as MC
 
     def k(x: S2, out: S2):
         out[:] = x * 2.0 + 1.0
 
-    monkeypatch.setattr(FZ, "STREAM_MIN_BYTES", None)
+    monkeypatch.setattr(MC, "STREAM_MIN_BYTES", None)
     try:
         for l2, want in ((0, 4 << 20), (2 << 20, 4 << 20), (16 << 20, 32 << 20)):
-            FZ._machine_stream_min.cache_clear()
-            monkeypatch.setattr(FZ, "cache_bytes", lambda level, l2=l2: l2 if level == 2 else 0)
-            assert FZ.stream_min_bytes() == want, l2
+            MC._machine_stream_min.cache_clear()
+            monkeypatch.setattr(MC, "cache_bytes", lambda level, l2=l2: l2 if level == 2 else 0)
+            assert MC.stream_min_bytes() == want, l2
         x = torch.randn(4096, 1024)            # 16 MiB out: below 32 MiB
         out = torch.zeros(4096, 1024)
         _, src = _build(k, (x, out), True)
@@ -402,14 +402,14 @@ def test_stream_threshold_follows_the_core_cache(monkeypatch):
         launch(lib, [x, out], num_threads=2)
         assert torch.equal(out, x * 2.0 + 1.0)
     finally:
-        FZ._machine_stream_min.cache_clear()
+        MC._machine_stream_min.cache_clear()
 
 
 def test_cache_sizes_are_read_from_sysfs(tmp_path, monkeypatch):
     """A level's size is its data/unified cache in sysfs (sizes in K, M or plain bytes; instruction caches skipped);
     unreadable or absent, 0 unless sysconf knows. On this machine: what sysfs says (CPython's os.sysconf does not
     know SC_LEVEL2/3_CACHE_SIZE on glibc: the old code raised there and treated every machine as cache-less)."""
-    import pypto.codegen.fused as FZ
+    import pypto.codegen.machine as MC
 
     def entry(name, level, kind, size):
         d = tmp_path / name
@@ -423,17 +423,17 @@ def test_cache_sizes_are_read_from_sysfs(tmp_path, monkeypatch):
     entry("index2", 2, "Unified", "2048K")
     entry("index3", 3, "Unified", "516096K")
     (tmp_path / "uevent").write_text("")
-    monkeypatch.setattr(FZ, "SYS_CACHE", str(tmp_path))
-    assert (FZ.cache_bytes(1), FZ.cache_bytes(2), FZ.cache_bytes(3)) == (48 << 10, 2 << 20, 516096 << 10)
+    monkeypatch.setattr(MC, "SYS_CACHE", str(tmp_path))
+    assert (MC.cache_bytes(1), MC.cache_bytes(2), MC.cache_bytes(3)) == (48 << 10, 2 << 20, 516096 << 10)
     (tmp_path / "index2" / "size").write_text("1M\n")
-    assert FZ.cache_bytes(2) == 1 << 20
+    assert MC.cache_bytes(2) == 1 << 20
     (tmp_path / "index2" / "size").write_text("4194304\n")
-    assert FZ.cache_bytes(2) == 4 << 20
+    assert MC.cache_bytes(2) == 4 << 20
     knows = "SC_LEVEL2_CACHE_SIZE" in os.sysconf_names
     (tmp_path / "index2" / "size").write_text("garbage\n")
-    assert FZ.cache_bytes(2) == 0 or knows                     # unreadable: no answer from sysfs
-    monkeypatch.setattr(FZ, "SYS_CACHE", str(tmp_path / "absent"))
-    assert FZ.cache_bytes(2) == 0 or knows
+    assert MC.cache_bytes(2) == 0 or knows                     # unreadable: no answer from sysfs
+    monkeypatch.setattr(MC, "SYS_CACHE", str(tmp_path / "absent"))
+    assert MC.cache_bytes(2) == 0 or knows
     monkeypatch.undo()
     real = "/sys/devices/system/cpu/cpu0/cache/index2"
     if os.path.exists(real + "/size"):
@@ -441,9 +441,9 @@ def test_cache_sizes_are_read_from_sysfs(tmp_path, monkeypatch):
             level = int(f.read())
         with open(real + "/size") as f:
             size = f.read().strip()
-        assert FZ.cache_bytes(level) == int(size[:-1]) * {"K": 1 << 10, "M": 1 << 20}[size[-1]]
+        assert MC.cache_bytes(level) == int(size[:-1]) * {"K": 1 << 10, "M": 1 << 20}[size[-1]]
     else:
-        assert FZ.cache_bytes(2) >= 0
+        assert MC.cache_bytes(2) >= 0
 
 
 def _softmax_src(rows, cols, fuse=True, view=False):
