@@ -27,6 +27,8 @@ struct Specialization {
   std::string library_path;
   double compile_seconds = 0;
   int64_t elements = -1;       // total elements of the tensor arguments when the key fixes them (no DYNAMIC dims)
+  uint64_t overlap_window = 0; // the longest tensor argument in bytes when the key fixes them (core/overlap.h)
+  int overlap_tensor = -1;     // the one written tensor, for pack_tensor_args' one-pass form (core/overlap.h)
   std::shared_ptr<void> user;  // front-end data (e.g. a Python object kept alive by the extension)
 };
 

@@ -108,7 +108,8 @@ bool ConstInterner::encode(PyObject* obj, bool plain, int depth, std::string* ou
         out->push_back('i');
         put_u64(out, static_cast<uint64_t>(v));
       } else {
-        PyObject* s = PyLong_Type.tp_repr(obj);
+        // hexadecimal: exact, and not subject to Python's limit on decimal conversions (4300 digits)
+        PyObject* s = PyNumber_ToBase(obj, 16);
         if (s == nullptr) return false;
         Py_ssize_t n;
         const char* u = PyUnicode_AsUTF8AndSize(s, &n);
@@ -178,6 +179,10 @@ bool ConstInterner::encode_by_key(PyObject* obj, int depth, std::string* out, st
   if (res != nullptr && PyTuple_Check(res) && PyTuple_GET_SIZE(res) == 3)
     tag = PyUnicode_Check(PyTuple_GET_ITEM(res, 0)) ? PyUnicode_AsUTF8(PyTuple_GET_ITEM(res, 0)) : nullptr;
   if (tag == nullptr || tag[0] == 0 || tag[1] != 0) {
+    if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_Exception)) {  // KeyboardInterrupt, SystemExit: untouched
+      Py_XDECREF(res);
+      return false;
+    }
     *error = std::string("unsupported constant type '") + type->tp_name + "': " +
              (PyErr_Occurred() ? exception_text() : std::string("no value key"));
     Py_XDECREF(res);

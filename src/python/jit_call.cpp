@@ -8,6 +8,7 @@
 
 #include "core/binder.h"
 #include "core/launch.h"
+#include "core/overlap.h"
 #include "python/jit_cold.h"
 #include "python/jit_function.h"
 #include "python/jit_state.h"
@@ -180,16 +181,15 @@ PyObject* call_impl(JitFunctionObject* self, PyObject* const* args, size_t nargs
     if (!ok) return nullptr;
   }
   if (readonly & spec->written_mask) [[unlikely]] return readonly_error(st, readonly & spec->written_mask);
-  PyptoTensorArg targs[kMaxParams];
-  for (int t = 0; t < nt; ++t) {
-    targs[t].data = dl[t].data;
-    targs[t].shape = dl[t].shape;
-    targs[t].ndim = dl[t].ndim;
-  }
   // decides whether the kernel runs without the GIL; fixed by the key unless some dim is DYNAMIC or named (then
   // counted by the binder, again after a re-read)
   if (elements < 0) elements = spec->elements;
   else if (python_ran) [[unlikely]] elements = count_elements(dl, nt);
+  // the launch's tensor arguments; a written one that partially overlaps another is refused (core/overlap.h)
+  PyptoTensorArg targs[kMaxParams];
+  const OverlapPlan plan{spec->overlap_window, spec->overlap_tensor};
+  if (const int pair = pack_tensor_args(dl, nt, targs, plan, spec->written_mask, elements); pair >= 0) [[unlikely]]
+    return overlap_error(st, pair);
   // last before the launch: fewer values live across the begin_write calls
   for (uint64_t m = spec->written_mask; m != 0; m &= m - 1) {
     const int t = __builtin_ctzll(m);

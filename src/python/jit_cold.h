@@ -53,6 +53,8 @@ bool is_tensor_like(PyObject* obj);
 [[gnu::cold]] PyObject* tensor_check_error(JitState& st, const DLTensor* dl, PyObject** slots);
 [[gnu::cold]] PyObject* scalar_overflow_error(JitState& st, int pos);
 [[gnu::cold]] PyObject* readonly_error(JitState& st, uint64_t written_readonly);
+// A written tensor partially overlaps another tensor argument (`pair`: core/overlap.h's find_partial_overlap).
+[[gnu::cold]] PyObject* overlap_error(JitState& st, int pair);
 [[gnu::cold]] PyObject* kernel_error(JitState& st, const char* error);
 // A torch tensor the kernel would write that autograd forbids writing in place (why: torch_write_check's code).
 [[gnu::cold]] PyObject* autograd_write_error(JitState& st, int t, PyObject* obj, int why);

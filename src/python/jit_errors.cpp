@@ -4,6 +4,7 @@
 #include "core/binder.h"
 #include "core/launch.h"
 #include "core/messages.h"
+#include "core/overlap.h"
 #include "python/jit_cold.h"
 #include "python/tensor_reader.h"
 
@@ -29,6 +30,13 @@ std::string py_repr(PyObject* o) {
   PyObject* s = PyObject_Repr(o);
   if (s == nullptr) {
     PyErr_Clear();
+    if (PyLong_Check(o)) {  // an int beyond Python's limit for decimal text (sys.get_int_max_str_digits())
+      PyObject* bits = PyObject_CallMethod(o, "bit_length", nullptr);
+      const long long n = bits ? PyLong_AsLongLong(bits) : -1;
+      Py_XDECREF(bits);
+      PyErr_Clear();
+      return "<an int of " + std::to_string(n) + " bits>";
+    }
     return "<?>";
   }
   std::string r = PyUnicode_AsUTF8(s);
@@ -120,6 +128,8 @@ PyObject* tensor_check_error(JitState& st, const DLTensor* dl, PyObject** slots)
 PyObject* scalar_overflow_error(JitState& st, int pos) {
   return raise(PyExc_OverflowError, msg::head(st.table, pos) + "integer does not fit in 64 bits");
 }
+
+PyObject* overlap_error(JitState& st, int pair) { return raise(PyExc_ValueError, overlap_message(st.table, pair)); }
 
 PyObject* readonly_error(JitState& st, uint64_t written_readonly) {
   int t = 0;

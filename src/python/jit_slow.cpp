@@ -5,6 +5,7 @@
 
 #include "core/binder.h"
 #include "core/messages.h"
+#include "core/overlap.h"
 #include "python/const_interner.h"
 #include "python/jit_cold.h"
 #include "python/tensor_reader.h"
@@ -98,6 +99,9 @@ bool scalar_slow(JitState& st, int pos, PyObject* obj, PyptoScalarArg* out) {
   if (is_float) {
     const double v = PyFloat_AsDouble(obj);
     if (v == -1.0 && PyErr_Occurred()) {
+      // only "not a number" is ours to explain: anything else __float__ raised (KeyboardInterrupt, the user's own
+      // error) propagates untouched
+      if (!PyErr_ExceptionMatches(PyExc_TypeError)) return false;
       PyErr_Clear();
       raise(PyExc_TypeError, head + "expected a real number for pypto.Scalar[" + dtype_name(dt) + "], got " +
                                  type_name(obj));
@@ -112,6 +116,7 @@ bool scalar_slow(JitState& st, int pos, PyObject* obj, PyptoScalarArg* out) {
   }
   PyObject* idx = PyNumber_Index(obj);
   if (idx == nullptr) {
+    if (!PyErr_ExceptionMatches(PyExc_TypeError)) return false;  // as for __float__ above
     PyErr_Clear();
     raise(PyExc_TypeError, head + "expected an integer for pypto.Scalar[" + dtype_name(dt) + "], got " +
                                type_name(obj));
@@ -282,6 +287,9 @@ const Specialization* miss(JitState& st, PyObject** slots, const DLTensor* dl, c
   spec->module = std::move(module);
   spec->written_mask = written;
   if (st.table.all_dims_keyed) spec->elements = count_elements(dl, st.table.n_tensors());
+  const OverlapPlan plan = plan_overlap_check(dl, st.table.n_tensors(), written, st.table.all_dims_keyed);
+  spec->overlap_window = plan.window;
+  spec->overlap_tensor = plan.tensor;
   spec->library_path = path;
   spec->compile_seconds = seconds;
   Py_INCREF(info);

@@ -6,6 +6,7 @@
 #include "core/backend.h"
 #include "core/binder.h"
 #include "core/launch.h"
+#include "core/overlap.h"
 #include "runtime/kernel_impl.h"
 
 namespace pypto::runtime {
@@ -261,6 +262,8 @@ Status KernelImpl::finish(const Bound& arg, PreparedCall* out) const noexcept tr
     for (int i = 0; i < n_params; ++i) slots[i] = arg(i);
     return no_spec_error(*this, dl, slots);
   }
+  if (const int pair = find_partial_overlap(dl, nt, spec->written_mask, spec->overlap_window); pair >= 0) [[unlikely]]
+    return overlap_error(*this, pair);
   out->entry = spec->entry;
   out->n_tensors = nt;
   out->n_scalars = n_scalars;

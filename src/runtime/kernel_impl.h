@@ -101,6 +101,7 @@ std::string arg_repr(const Arg& a);
 [[gnu::cold]] Status constant_error(const KernelImpl& k, int c, const Arg* a);
 [[gnu::cold]] Status no_spec_error(const KernelImpl& k, const DLTensor* dl, const Arg* const* slots);
 [[gnu::cold]] Status backend_error(const KernelImpl& k);
+[[gnu::cold]] Status overlap_error(const KernelImpl& k, int pair);
 [[gnu::cold]] Status kernel_launch_error(const KernelImpl& k, const char* error);
 [[gnu::cold]] Status unprepared_error(const KernelImpl& k);
 [[gnu::cold]] Status exception_error(StatusCode c, const std::exception& e);

@@ -10,7 +10,7 @@ using namespace detail;
 
 namespace {
 
-std::unique_ptr<KernelImpl> parse_kernel(const json& jk, const std::string& dir) {
+std::unique_ptr<KernelImpl> parse_kernel(const json& jk, const BundleDir& dir) {
   auto k = std::make_unique<KernelImpl>();
   // 1. the parameter table and the defaults (the one decoder, shared with pypto._core.JitFunction)
   std::vector<std::optional<ConstValue>> defaults;
@@ -35,17 +35,21 @@ std::unique_ptr<KernelImpl> parse_kernel(const json& jk, const std::string& dir)
 Status Bundle::open(const std::string& directory, Bundle* out) {
   const std::string path = join(directory, "manifest.json");
   try {
-    // 1. the manifest's text, and its header: format, pypto version, kernel ABI
+    // 1. the manifest's text (a regular file inside the bundle, size- and depth-limited), its header (format,
+    // pypto version, kernel ABI), and the exact JSON type of every field the stages read
+    BundleDir dir;
+    std::string why = open_bundle_dir(directory, &dir);
     json m;
-    std::string why = read_manifest(path, &m);
+    if (why.empty()) why = read_manifest(dir, path, &m);
     if (why.empty()) why = header_mismatch(m, path, directory);
     if (!why.empty()) return fail(StatusCode::kLoadError, why);
+    check_manifest_types(m, path);
     // 2. the kernels, by unique name
     auto impl = std::make_shared<BundleImpl>();
     impl->directory = directory;
     impl->pypto_version = m.at("pypto_version").get<std::string>();
     for (const json& jk : m.at("kernels")) {
-      auto k = parse_kernel(jk, directory);
+      auto k = parse_kernel(jk, dir);
       for (const auto& other : impl->kernels)
         if (other->table.kernel == k->table.kernel)
           return fail(StatusCode::kLoadError, "bundle '" + directory + "' has two kernels named '" +

@@ -12,6 +12,7 @@
 #include "core/const_value.h"
 #include "core/module.h"
 #include "core/param_table_json.h"
+#include "runtime/bundle_files.h"
 #include "runtime/kernel_impl.h"
 
 namespace pypto::runtime::detail {
@@ -22,8 +23,13 @@ using json = nlohmann::json;
 using LoadFailure = DecodeError;
 [[noreturn]] void load_fail(const std::string& message);
 
-// Reads and parses the manifest at `path` into *out: "" or why it cannot be read.
-std::string read_manifest(const std::string& path, json* out);
+// Reads the bundle's manifest.json (a regular file inside it, size-limited; `path` names it in messages) and parses
+// it with the nesting limit into *out: "" or why it cannot be read (manifest_check.cpp).
+std::string read_manifest(const BundleDir& dir, const std::string& path, json* out);
+// Parses JSON text, refusing arrays/objects nested deeper than kMaxManifestDepth before building them: "" or why.
+std::string parse_json_limited(const std::string& text, json* out);
+// Every field the runtime reads has its exact JSON type, else a LoadFailure naming the field (manifest_check.cpp).
+void check_manifest_types(const json& m, const std::string& path);
 // The format, pypto version and kernel ABI the manifest declares must be this runtime's: "" or why not.
 std::string header_mismatch(const json& m, const std::string& path, const std::string& directory);
 // The parameters as callers see them (Kernel::params()), and the defaults the call path fills in.
@@ -36,9 +42,9 @@ const json& specializations_of(const json& jk, const std::string& where);
 std::vector<std::vector<int>> collect_constants(KernelImpl& k, const json& jspecs);
 // The call path's flat copies of the table's counts, positions and constant values.
 void build_call_path(KernelImpl& k);
-// Verifies a specialization's library (inside the bundle, sha256), loads it, checks its recorded key against the
+// Verifies a specialization's library (inside the bundle, sha256 of the descriptor that is then loaded), loads it, checks its recorded key against the
 // binder's and the library's own key (check_library_key), and inserts it. `index`: the entry's position, for errors.
-void add_specialization(KernelImpl& k, const json& js, const std::vector<int>& const_index, const std::string& dir,
+void add_specialization(KernelImpl& k, const json& js, const std::vector<int>& const_index, const BundleDir& dir,
                         size_t index);
 // The key a library says it was compiled for (pypto_spec_key(), python/pypto/vocab/speckey.py) must be the
 // manifest entry's tensors and constants: else a load error naming the entry (`where`) and the library.

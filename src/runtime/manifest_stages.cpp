@@ -1,17 +1,14 @@
 // manifest_stages: the work of the manifest parser's stages (manifest.cpp): reading the file, checking its header,
 // the parameters' defaults and run options, the exported constant values, the call path's flat copies, and loading
 // and cross-checking each specialization.
-#include <sys/stat.h>
-
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 #include <stdexcept>
 
 #include "core/backend.h"
 #include "core/binder.h"
 #include "core/dtype.h"
 #include "core/module.h"
+#include "core/overlap.h"
 #include "runtime/manifest.h"
 #include "runtime/sha256.h"
 
@@ -32,31 +29,19 @@ std::string join(const std::string& dir, const std::string& rel) {
   return dir.empty() || dir.back() == '/' ? dir + rel : dir + "/" + rel;
 }
 
-std::string read_manifest(const std::string& path, json* out) {
-  std::ifstream f(path);
-  if (!f) return "cannot open bundle manifest '" + path + "': no such file";
-  std::stringstream ss;
-  ss << f.rdbuf();
-  try {
-    *out = json::parse(ss.str());
-  } catch (const json::parse_error& e) {
-    return "malformed bundle manifest '" + path + "': " + e.what();
-  }
-  return "";
-}
-
 std::string header_mismatch(const json& m, const std::string& path, const std::string& directory) {
   if (!m.is_object() || m.value("format", std::string()) != kBundleFormat)
     return "'" + path + "' is not a pypto bundle manifest (no \"format\": \"" + kBundleFormat + "\")";
-  const int fv = m.at("format_version").get<int>();
+  const int64_t fv = decode_int(m.at("format_version"), "format_version");
   if (fv != kBundleFormatVersion)
     return "bundle '" + directory + "' has format version " + std::to_string(fv) + ", this runtime reads version " +
            std::to_string(kBundleFormatVersion) + "; export it again";
+  if (!m.at("pypto_version").is_string()) load_fail("pypto_version: expected a string, got " + m.at("pypto_version").dump());
   const std::string pv = m.at("pypto_version").get<std::string>();
   if (pv != PYPTO_VERSION)
     return "bundle '" + directory + "' was exported by pypto " + pv + ", this runtime is pypto " + PYPTO_VERSION +
            "; export it again with this version";
-  const unsigned abi = m.at("kernel_abi_version").get<unsigned>();
+  const int64_t abi = decode_int(m.at("kernel_abi_version"), "kernel_abi_version");
   if (abi != PYPTO_KERNEL_ABI_VERSION)
     return "bundle '" + directory + "' was built for kernel ABI " + std::to_string(abi) +
            ", this runtime implements ABI " + std::to_string(PYPTO_KERNEL_ABI_VERSION) + "; export it again";
@@ -211,7 +196,7 @@ void check_library_key(const Module& module, const json& js, const std::string& 
               "); refusing to load it");
   json key;
   try {
-    key = json::parse(text);
+    if (!parse_json_limited(text, &key).empty()) throw std::runtime_error("not JSON");
     if (!key.is_object() || !key.at("tensors").is_array() || !key.at("constants").is_object())
       throw std::runtime_error("not a key");
     describe_key(key);
@@ -223,25 +208,27 @@ void check_library_key(const Module& module, const json& js, const std::string& 
               describe_key(key) + "): the manifest pairs it with the wrong key; refusing to load it");
 }
 
-void add_specialization(KernelImpl& k, const json& js, const std::vector<int>& const_index, const std::string& dir,
+void add_specialization(KernelImpl& k, const json& js, const std::vector<int>& const_index, const BundleDir& dir,
                         size_t index) {
   const ParamTable& t = k.table;
   const std::string where = "kernel '" + t.kernel + "'";
   const std::string lib_rel = js.at("library").get<std::string>();
   const std::string sha = js.at("sha256").get<std::string>();
-  if (lib_rel.empty() || lib_rel[0] == '/' || lib_rel.find("..") != std::string::npos)
-    load_fail(where + ": library path '" + lib_rel + "' must be relative to the bundle directory");
-  const std::string lib = join(dir, lib_rel);
-  struct stat st;
-  if (stat(lib.c_str(), &st) != 0)
-    load_fail(where + ": library '" + lib + "' is missing: the bundle is incomplete; export it again");
-  std::string got, err2;
-  if (!detail::sha256_file(lib, &got, &err2)) load_fail(where + ": " + err2);
+  const std::string lib = join(dir.path, lib_rel);
+  // one descriptor, opened inside the bundle without following links: hashed, then loaded
+  uint64_t size = 0;
+  std::string why;
+  const Fd fd(open_inside(dir, lib_rel, kMaxLibraryBytes, &size, &why));
+  if (fd.get() < 0)
+    load_fail(where + ": library '" + lib + "' " + why +
+              (why == "is missing" ? ": the bundle is incomplete; export it again" : "; refusing to load it"));
+  std::string got;
+  if (!sha256_fd(fd.get(), &got)) load_fail(where + ": cannot read library '" + lib + "'");
   if (got != sha)
     load_fail(where + ": library '" + lib + "' does not match the manifest (sha256 " + got + ", expected " + sha +
               "): the bundle was modified or corrupted; refusing to load it");
   std::string err3;
-  auto module = Module::open(lib, &err3);
+  auto module = load_library_fd(fd.get(), sha, lib, &err3);
   if (!module) load_fail(where + ": " + err3);
 
   // the tensor part of the key, and its cross-check against the recorded argument shapes
@@ -299,6 +286,9 @@ void add_specialization(KernelImpl& k, const json& js, const std::vector<int>& c
   spec->entry = module->entry();
   spec->module = std::move(module);
   spec->written_mask = decode_word(js.at("written_mask"), where + ": written_mask");
+  if (t.n_tensors() < 64 && spec->written_mask >> t.n_tensors() != 0)
+    load_fail(where + ": written_mask " + std::to_string(spec->written_mask) + " names tensors the kernel does not have");
+  if (t.all_dims_keyed) spec->overlap_window = overlap_window(dl.data(), t.n_tensors());
   spec->library_path = lib;
   const Specialization* placed = k.specs.insert(std::move(spec));
   if (placed->library_path != lib) load_fail(where + ": two specializations have the same key (" + desc + ")");

@@ -6,6 +6,7 @@
 #include "core/dtype.h"
 #include "core/launch.h"
 #include "core/messages.h"
+#include "core/overlap.h"
 #include "runtime/kernel_impl.h"
 
 namespace pypto::runtime {
@@ -156,6 +157,10 @@ Status no_spec_error(const KernelImpl& k, const DLTensor* dl, const Arg* const* 
   return fail(StatusCode::kNotFound, head(k) + "no exported specialization matches this call (" + call +
                                          "); the bundle has " + std::to_string(k.spec_descriptions.size()) +
                                          ":" + have);
+}
+
+Status overlap_error(const KernelImpl& k, int pair) {
+  return fail(StatusCode::kValueError, overlap_message(k.table, pair));
 }
 
 Status backend_error(const KernelImpl& k) { return fail(StatusCode::kBackendUnavailable, head(k) + k.backend_reason); }

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include <unistd.h>
+
 namespace pypto::runtime::detail {
 
 namespace {
@@ -81,21 +83,17 @@ std::string sha256_hex(const void* data, size_t n) {
   return s.hex();
 }
 
-bool sha256_file(const std::string& path, std::string* hex, std::string* error) {
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) {
-    *error = "cannot open '" + path + "': " + std::strerror(errno);
-    return false;
-  }
+bool sha256_fd(int fd, std::string* hex) {
   Sha256 s;
   uint8_t chunk[1 << 16];
-  size_t n;
-  while ((n = std::fread(chunk, 1, sizeof chunk, f)) > 0) s.update(chunk, n);
-  const bool bad = std::ferror(f) != 0;
-  std::fclose(f);
-  if (bad) {
-    *error = "cannot read '" + path + "'";
-    return false;
+  off_t offset = 0;
+  for (;;) {
+    const ssize_t n = pread(fd, chunk, sizeof chunk, offset);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return false;
+    if (n == 0) break;
+    s.update(chunk, static_cast<size_t>(n));
+    offset += n;
   }
   *hex = s.hex();
   return true;

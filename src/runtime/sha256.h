@@ -5,8 +5,8 @@
 
 namespace pypto::runtime::detail {
 
-// Lower-case hex digest of the file at `path`; false (and *error) when it cannot be read.
-bool sha256_file(const std::string& path, std::string* hex, std::string* error);
+// Lower-case hex digest of the file open at `fd` (read with pread from offset 0); false when it cannot be read.
+bool sha256_fd(int fd, std::string* hex);
 std::string sha256_hex(const void* data, size_t n);
 
 }  // namespace pypto::runtime::detail

@@ -39,13 +39,16 @@ class CacheWarning(RuntimeWarning):
 
 # ---- the directory ---------------------------------------------------------------------------------------------
 _state_lock = threading.Lock()
-_roots: dict[str, Path] = {}        # configured path -> the directory used for it (itself, or a private fallback)
+_roots: dict = {}                   # configured path -> the directory used for it (itself, or a private one);
+                                    # ("fallback", path) -> the private directory taking its new entries
 _private: dict = {}                 # pid -> private directories made by this process (removed at exit)
 
 
 def configured_dir() -> Path:
+    """$PYPTO_CACHE_DIR (`~` expanded, made absolute: a relative '-cache' must never reach a tool as an option),
+    default ~/.cache/pypto."""
     d = os.environ.get("PYPTO_CACHE_DIR")
-    return Path(d) if d else Path.home() / ".cache" / "pypto"
+    return Path(os.path.abspath(os.path.expanduser(d))) if d else Path.home() / ".cache" / "pypto"
 
 
 def untrusted_reason(path: Path) -> str:
@@ -103,19 +106,68 @@ def cache_dir() -> Path:
         return got
 
 
-def subdir(name: str) -> Path:
-    """A trusted subdirectory of the cache (created 0700). Raises CompileError when it exists but is not ours."""
-    d = cache_dir() / name
+_warned: set = set()                # (what, path) of the degradations this process already warned about
+
+
+def warn_once(what: str, path, message: str):
+    """One CacheWarning per (kind of trouble, path) and process."""
+    with _state_lock:
+        if (what, str(path)) in _warned:
+            return
+        _warned.add((what, str(path)))
+    warnings.warn(message, CacheWarning, stacklevel=4)
+
+
+def fallback_dir(reason: str) -> Path:
+    """The private directory (0700, removed at exit) that takes the entries this process cannot write into the
+    cache directory (a read-only shared cache, a damaged entry that cannot be replaced). Warns once."""
+    root = cache_dir()
+    with _state_lock:
+        got = _roots.get(("fallback", str(root)))
+        if got is None:
+            got = _roots[("fallback", str(root))] = _make_private("pypto-cache-")
+    warn_once("fallback", root, f"pypto: the kernel cache directory '{root}' cannot take new entries ({reason}); "
+              f"kernels it lacks are built in the private directory '{got}' for this process only (entries already in "
+              f"'{root}' are still used; see docs/security.md)")
+    return got
+
+
+def writable(d: Path) -> bool:
+    """Whether this process can create files in `d` (tried, not guessed from mode bits: root, ACLs, read-only
+    mounts)."""
+    try:
+        fd, tmp = tempfile.mkstemp(dir=d, prefix=f".probe.{os.getpid()}.", suffix=".tmp")
+    except OSError:
+        return False
+    os.close(fd)
+    _remove(Path(tmp))
+    return True
+
+
+def subdir(name: str, root: Path | None = None) -> Path:
+    """A trusted subdirectory of the cache (created 0700). Raises CompileError when it exists but is not ours.
+    When it cannot be created (a read-only cache), the fallback directory's one is returned."""
+    root = root or cache_dir()
+    d = root / name
     try:
         os.mkdir(d, 0o700)
     except FileExistsError:
         pass
     except OSError as e:
+        if root == cache_dir():
+            return subdir(name, fallback_dir(f"cannot create '{d}': {e.strerror}"))
         raise CompileError(f"cannot create the cache directory '{d}': {e.strerror}") from None
     why = untrusted_reason(d)
     if why:
         raise CompileError(f"the cache directory '{d}' is not trusted: {why} (see docs/security.md)")
     return d
+
+
+def writable_subdir(d: Path) -> Path:
+    """`d` (a cache subdirectory) when new entries can be written there, else the fallback directory's one."""
+    if writable(d):
+        return d
+    return subdir(d.name, fallback_dir(f"'{d}' is not writable"))
 
 
 # ---- files -----------------------------------------------------------------------------------------------------
@@ -177,13 +229,60 @@ def read_trusted(path: Path, limit: int = 4096) -> bytes | None:
         os.close(fd)
 
 
+def temp_beside(path: Path) -> tuple[int, str]:
+    """A fresh 0600 file beside `path` (mkstemp: O_EXCL, never a planted file), named `<name>.<pid>.<random>.tmp` so
+    that one left by a process that died before cleaning up is recognized and removed (`remove_stale_temps`)."""
+    return tempfile.mkstemp(dir=path.parent, prefix=f"{path.name}.{os.getpid()}.", suffix=".tmp")
+
+
+def remove_stale_temps(path: Path):
+    """Remove the temporary files beside `path` left by processes that no longer exist (killed mid-write)."""
+    try:
+        names = os.listdir(path.parent)
+    except OSError:
+        return
+    for n in names:
+        if not (n.startswith(path.name + ".") and n.endswith(".tmp")):
+            continue
+        pid = n[len(path.name) + 1:].split(".", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+            continue                    # its writer is alive
+        except ProcessLookupError:
+            pass
+        except OSError:
+            continue
+        _remove(path.parent / n)
+
+
+def clear_target(path: Path):
+    """Make room for a file at `path`: a directory in its place (a damaged entry) is removed, never followed."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(st.st_mode):
+        shutil.rmtree(path)
+
+
+def install_file(tmp: str, path: Path):
+    """Rename the finished `tmp` to `path`, replacing whatever is there (a directory included)."""
+    try:
+        os.replace(tmp, path)
+    except IsADirectoryError:
+        clear_target(path)
+        os.replace(tmp, path)
+
+
 def atomic_write(path: Path, data: bytes):
-    """Write `data` to a fresh 0600 file beside `path` (mkstemp: O_EXCL, never a planted file), then rename."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    """Write `data` to a fresh 0600 file beside `path` (`temp_beside`), then rename it over `path`."""
+    fd, tmp = temp_beside(path)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-        os.replace(tmp, path)
+        install_file(tmp, path)
     except BaseException:
         try:
             os.unlink(tmp)
@@ -235,7 +334,11 @@ def load_verified(fd: int, digest: str) -> str:
                 return _loaded[digest][0]
             links = _links.get(os.getpid())
             if links is None:  # inside the cache directory, so the loaded path names the cache it came from
-                links = _links[os.getpid()] = _make_private(".load-", root)
+                try:
+                    links = _make_private(".load-", root)
+                except OSError:     # a read-only cache: the links go to a private directory elsewhere
+                    links = _make_private("pypto-load-")
+                _links[os.getpid()] = links
             link = links / f"{digest}.so"
             try:
                 os.unlink(link)
@@ -274,35 +377,57 @@ def _remove(path: Path):
         pass
 
 
+class LockUnavailable(CompileError):
+    """The lock file cannot be opened (a read-only directory, a directory in its place): build without it."""
+
+
 def open_lock(path: Path) -> int:
     """A descriptor for flock on `path`: our own regular file, created without following a symlink. A planted
-    symlink or a foreign file in its place is removed (the directory is ours) and never used."""
+    symlink or a foreign file in its place is removed (the directory is ours) and never used. A lock file that is
+    read-only is opened read-only (flock needs no write access). Raises LockUnavailable when no lock can be had."""
     for _ in range(4):
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, 0o600)
         except OSError as e:
             if e.errno == errno.ELOOP:          # a symlink: O_NOFOLLOW refused to follow (or create) its target
                 _remove(path)
                 continue
-            raise CompileError(f"cannot open the cache lock '{path}': {e.strerror}") from None
+            fd = -1
+            if e.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+                try:
+                    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+                except OSError:
+                    fd = -1
+            if fd < 0:
+                raise LockUnavailable(f"cannot open the cache lock '{path}': {e.strerror}") from None
         st = os.fstat(fd)
         if stat.S_ISREG(st.st_mode) and st.st_uid == _EUID and st.st_nlink == 1:
             return fd
         os.close(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise LockUnavailable(f"cannot use the cache lock '{path}': it is a directory")
         _remove(path)
     raise CompileError(f"cannot create the cache lock '{path}': it keeps being replaced")
 
 
 class FileLock:
     """An exclusive flock on `path`, waited for at most `timeout` seconds. flock locks die with their process, so
-    a lock file left by a dead process never blocks; a live holder past the timeout is a clear error."""
+    a lock file left by a dead process never blocks; a live holder past the timeout is a clear error. A lock that
+    cannot be had at all (LockUnavailable) means building without it, with one CacheWarning: entries are written
+    atomically and verified on load, so two unlocked builders cost a second build, never a wrong library."""
 
     def __init__(self, path: Path, timeout: float = 600.0, what: str = "a kernel"):
         self.path, self.timeout, self.what = path, timeout, what
         self.fd = -1
 
     def __enter__(self):
-        self.fd = open_lock(self.path)
+        try:
+            self.fd = open_lock(self.path)
+        except LockUnavailable as e:
+            warn_once("lock", self.path, f"pypto: {self.what}: {e}; building without the cross-process lock "
+                                         f"(see docs/security.md)")
+            self.fd = -1
+            return self
         deadline = time.monotonic() + self.timeout
         pause = 0.005
         while True:
@@ -319,20 +444,19 @@ class FileLock:
             pause = min(pause * 2, 0.1)
 
     def __exit__(self, *exc):
-        fcntl.flock(self.fd, fcntl.LOCK_UN)
-        os.close(self.fd)
+        if self.fd >= 0:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+            os.close(self.fd)
         return False
 
 
 def try_lock(path: Path) -> int | None:
-    """A descriptor holding the exclusive lock on `path`, or None when someone holds it (never waits)."""
-    if not path.exists() and not path.is_symlink():
+    """A descriptor holding the exclusive lock on `path`, or None when someone holds it or it cannot be had
+    (never waits)."""
+    try:
         fd = open_lock(path)
-    else:
-        try:
-            fd = open_lock(path)
-        except CompileError:
-            return None
+    except CompileError:
+        return None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         return fd
@@ -466,7 +590,9 @@ def clear(root: Path | None = None) -> tuple[int, int]:
     return n, freed
 
 
-__all__ = ["CacheWarning", "cache_dir", "configured_dir", "untrusted_reason", "subdir", "open_trusted",
+__all__ = ["CacheWarning", "cache_dir", "configured_dir", "untrusted_reason", "subdir", "writable_subdir",
+           "fallback_dir", "writable", "warn_once", "temp_beside", "remove_stale_temps", "install_file",
+           "LockUnavailable", "open_trusted",
            "sha256_fd", "sha256_file", "read_trusted", "atomic_write", "verified_fd", "valid_library",
            "load_verified", "load_entry", "open_lock", "FileLock", "try_lock", "parse_size", "parse_age",
            "max_size", "entries", "remove_entry", "prune", "enforce_max_size", "clear"]

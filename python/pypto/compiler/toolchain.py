@@ -6,11 +6,14 @@ pypto version). Entries are written and checked by `cache.py`.
 """
 from __future__ import annotations
 
+import atexit
+import contextlib
+import errno
 import hashlib
 import os
 import re
+import signal
 import subprocess
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -62,7 +65,8 @@ def compiler_identity() -> str:
             r = subprocess.run([CXX, "--version"], capture_output=True, text=True, timeout=60)
             return (r.stdout.splitlines() or ["unknown"])[0].strip()
         except (OSError, subprocess.SubprocessError) as e:
-            raise CompileError(f"cannot run the C++ compiler '{CXX}': {e}") from None
+            raise CompileError(f"cannot run the C++ compiler '{CXX}' ({getattr(e, 'strerror', None) or e}); install "
+                               f"g++ or set PYPTO_CXX to a C++17 compiler") from None
 
     return _once(("cxx", CXX), get)
 
@@ -142,51 +146,149 @@ def compile_source(source: str, options=None, kernel_name: str = "kernel") -> tu
 
     The library is verified against its sha256 here and again, from the descriptor that is loaded, by
     `cache.load_entry`. Concurrent builders of one key (threads or processes) wait on the key's lock, at most
-    `host_options.compile_timeout` seconds."""
-    key = cache_key(source)
+    `host_options.compile_timeout` seconds. A cache that cannot take the entry (read-only) serves what it has and
+    the build goes to the private fallback directory (cache.py)."""
+    what = f"kernel '{kernel_name}'"
+    try:
+        key = cache_key(source)
+    except CompileError as e:     # the compiler cannot even say its version
+        raise CompileError(f"{what}: {e}") from None
     d = cache.subdir(key[:2])
     so, sha, cpp = d / f"{key}.so", d / f"{key}.so.sha256", d / f"{key}.cpp"
     if cache.valid_library(so, sha):
         return str(so), str(cpp), 0.0, True, key
+    built = cache.writable_subdir(d)
+    if built != d:
+        d = built
+        so, sha, cpp = d / f"{key}.so", d / f"{key}.so.sha256", d / f"{key}.cpp"
+        if cache.valid_library(so, sha):
+            return str(so), str(cpp), 0.0, True, key
     timeout = _timeout(options)
-    with cache.FileLock(d / f"{key}.lock", timeout, f"kernel '{kernel_name}'"):
+    with cache.FileLock(d / f"{key}.lock", timeout, what):
         if cache.valid_library(so, sha):       # another thread/process built it while we waited
             return str(so), str(cpp), 0.0, True, key
-        cache.atomic_write(cpp, source.encode())
+        with disk_errors(what, cpp):
+            cache.atomic_write(cpp, source.encode())
         t0 = time.perf_counter()
-        run_compiler(lambda out: [CXX, *FLAGS, "-I", str(include_dir()), "-o", out, str(cpp)], so, sha, timeout,
-                     f"kernel '{kernel_name}'", f"(source saved at {cpp})")
+        run_compiler(lambda out: [CXX, *FLAGS, "-I", tool_path(include_dir()), "-o", out, tool_path(cpp)], so, sha,
+                     timeout, what, f"(source saved at {cpp})")
         seconds = time.perf_counter() - t0
     cache.enforce_max_size(keep=key, limit=_opt(options, "host", "cache_max_size", 0))
     return str(so), str(cpp), seconds, False, key
 
 
+def tool_path(p) -> str:
+    """A path as a tool's argument: absolute, so that no file name can be read as an option ('-cache/...')."""
+    return os.path.abspath(os.fspath(p))
+
+
+_DISK_FULL = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)
+
+
+@contextlib.contextmanager
+def disk_errors(what: str, path):
+    """An OSError while writing a cache file becomes a CompileError naming the kernel, the file and what to do."""
+    try:
+        yield
+    except OSError as e:
+        if e.errno in _DISK_FULL:
+            raise CompileError(f"{what}: cannot write '{path}': {e.strerror} (the disk, a quota or the file-size "
+                               f"limit is full); free some space, or set PYPTO_CACHE_DIR to a directory on a file "
+                               f"system with room") from None
+        raise CompileError(f"{what}: cannot write '{path}': {e.strerror}; check the permissions of the cache "
+                           f"directory or set PYPTO_CACHE_DIR to a writable one") from None
+
+
+def _compiler_failure(what: str, cmd0: str, r, where: str) -> CompileError:
+    """The message of a failed compile; a full disk or file-size limit is named as such, with what to do."""
+    err = (r.stderr or "").strip()
+    full = r.returncode == -signal.SIGXFSZ or any(
+        t in err for t in ("No space left on device", "File too large", "Disk quota exceeded", "SIGXFSZ",
+                                       "File size limit exceeded"))
+    if full:
+        return CompileError(f"{what}: the C++ compiler '{cmd0}' could not write its output {where}: the disk, a quota "
+                            f"or the file-size limit is full; free some space, or set PYPTO_CACHE_DIR to a directory "
+                            f"on a file system with room:\n{err[-2000:]}")
+    if r.returncode < 0:
+        return CompileError(f"{what}: the C++ compiler '{cmd0}' was killed by signal {-r.returncode} {where}")
+    return CompileError(f"{what}: C++ compilation failed {where}:\n{err[-4000:]}")
+
+
+# Temporary outputs of compilers still running when the process exits (the background torch-reader build runs in a
+# daemon thread that exit would freeze mid-build): the exit handler stops the compiler and removes its output.
+_running: dict = {}                 # tmp path -> Popen
+_running_lock = threading.Lock()
+
+
+@atexit.register
+def _stop_running_builds():
+    with _running_lock:
+        items = list(_running.items())
+    for tmp, proc in items:
+        try:
+            proc.kill()
+            proc.wait(timeout=10)
+        except (OSError, subprocess.SubprocessError):
+            pass
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+
+
+def _run_tool(argv: list, tmp: str, timeout: float) -> subprocess.CompletedProcess:
+    """Run the compiler. On the main thread subprocess.run kills it on any exception (KeyboardInterrupt included)
+    and the build's `finally` removes its output before the process can exit; on another thread (the background
+    torch-reader build) exit does not wait for the build, so the compiler is registered for the exit handler."""
+    if threading.current_thread() is threading.main_thread():
+        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        with _running_lock:
+            _running[tmp] = proc
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except BaseException:       # a timeout, or KeyboardInterrupt: the compiler must not outlive the build
+            proc.kill()
+            proc.wait()
+            raise
+        finally:
+            with _running_lock:
+                _running.pop(tmp, None)
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
 def run_compiler(command, so: Path, sha: Path, timeout: float, what: str, where: str = "") -> None:
     """Run `command(tmp_output)` and install its output as `so` with its sha256 beside it — only when the compiler
-    exited 0 *and* wrote a shared library (a compiler that "succeeds" without output never leaves an entry)."""
-    fd, tmp = tempfile.mkstemp(dir=so.parent, prefix=so.name + ".", suffix=".tmp")
+    exited 0 *and* wrote a shared library (a compiler that "succeeds" without output never leaves an entry). The
+    temporary output is removed on every exit: an error, KeyboardInterrupt, or the process exiting meanwhile."""
+    cache.remove_stale_temps(so)
+    with disk_errors(what, so.parent):
+        fd, tmp = cache.temp_beside(so)
     os.close(fd)
     try:
+        argv = command(tool_path(tmp))
         try:
-            r = subprocess.run(command(tmp), capture_output=True, text=True, timeout=timeout)
+            r = _run_tool(argv, tmp, timeout)
         except subprocess.TimeoutExpired:
             raise CompileError(f"{what}: the C++ compiler did not finish within {timeout:g} s {where}") from None
         except OSError as e:
-            raise CompileError(f"{what}: cannot run the C++ compiler '{CXX}': {e}") from None
+            raise CompileError(f"{what}: cannot run the C++ compiler '{argv[0]}' ({e.strerror}); install g++ or "
+                               f"set PYPTO_CXX to a C++17 compiler") from None
         if r.returncode != 0:
-            raise CompileError(f"{what}: C++ compilation failed {where}:\n{r.stderr.strip()[-4000:]}")
+            raise _compiler_failure(what, argv[0], r, where)
         out = cache.open_output(Path(tmp))
         if out is None:
             raise CompileError(f"{what}: the C++ compiler exited 0 but its output '{tmp}' is not a file of this user")
         try:
             if os.pread(out, 4, 0) != b"\x7fELF":
-                raise CompileError(f"{what}: the C++ compiler '{CXX}' exited 0 without writing a shared library "
+                raise CompileError(f"{what}: the C++ compiler '{argv[0]}' exited 0 without writing a shared library "
                                    f"{where}")
             digest = cache.sha256_fd(out)
         finally:
             os.close(out)
-        cache.atomic_write(sha, (digest + "\n").encode())
-        os.replace(tmp, so)
+        with disk_errors(what, sha):
+            cache.atomic_write(sha, (digest + "\n").encode())
+            cache.install_file(tmp, so)
     finally:
         try:
             os.unlink(tmp)
@@ -194,5 +296,5 @@ def run_compiler(command, so: Path, sha: Path, timeout: float, what: str, where:
             pass
 
 
-__all__ = ["compile_source", "include_dir", "cache_dir", "cache_key",
+__all__ = ["compile_source", "run_compiler", "tool_path", "disk_errors", "include_dir", "cache_dir", "cache_key",
            "compiler_identity", "cpu_identity", "abi_version", "FLAGS"]

@@ -93,6 +93,12 @@ def build(torch) -> str:
     return loaded
 
 
+def _unavailable(why: str) -> str:
+    warnings.warn(f"pypto: using torch's DLPack exchange API for tensor reads ({why})", RuntimeWarning, stacklevel=4)
+    _state["status"] = why
+    return why
+
+
 def _install(torch) -> str:
     try:
         why = _core.install_torch_reader(build(torch), torch.Tensor, _probes(torch))
@@ -119,7 +125,10 @@ def ensure_installed(wait: bool | None = None) -> str:
     with _lock:
         status = _state.get("status")
         if status is None:
-            _, _, so, sha = _entry(torch)
+            try:
+                _, _, so, sha = _entry(torch)
+            except Exception as e:   # no compiler, no headers: the exchange API serves; never breaks a call
+                return _unavailable(f"{type(e).__name__}: {e}")
             if wait or cache.valid_library(so, sha):
                 return _install(torch)   # built already (or asked to wait): load and validate it now
             thread = threading.Thread(target=_install, args=(torch,), name="pypto-torch-reader", daemon=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import sys
 import threading
 import time
 import weakref
@@ -18,8 +19,9 @@ from pathlib import Path
 from typing import Any, Callable, Optional, overload
 
 from .. import _core
-from ..codegen.names import check_text, file_component
+from ..codegen.names import check_text
 from ..compiler import cache, pipeline
+from ..compiler.dumps import write_dump
 from ..compiler.torch_reader import ensure_installed
 from .. import logger as _log
 from ..errors import CompileError, KernelDefinitionError
@@ -204,18 +206,8 @@ class JITKernel:
 
     def _dump(self, result) -> None:
         dbg = self.options.debug
-        if not dbg.get("compile_debug_mode"):
-            return
-        ddir = dbg.get("dump_dir") or os.path.join(os.getcwd(), "pypto_dump")
-        os.makedirs(ddir, exist_ok=True)
-        lib = getattr(result, "library", None)
-        tag = os.path.basename(lib).split('.')[0] if lib else getattr(result, "stage", "partial")
-        stem = os.path.join(ddir, f"{file_component(self.name)}_{file_component(tag)}")  # never a path
-        with open(stem + ".ir.txt", "w") as f:
-            f.write(result.ir_text)
-        if getattr(result, "source", None):
-            with open(stem + ".cpp", "w") as f:
-                f.write(result.source)
+        if dbg.get("compile_debug_mode"):
+            write_dump(self.name, result, dbg.get("dump_dir"))  # warns, never raises (compiler/dumps.py)
 
     # -- introspection (reached through the native object's attribute fallback) ----------------------------
     def explain(self, *args, **kwargs) -> str:
@@ -229,6 +221,9 @@ class JITKernel:
 _INT64 = (-(1 << 63), (1 << 63) - 1)
 
 
+_MAX_CONSTANT_BITS = 4096   # far beyond the kernel's 64-bit ints; below Python's 4300-digit limit on int -> str
+
+
 def _check_constant(kernel: str, param: str, value, where: str = "") -> None:
     """Constants keep their value: a mutable array changed in place after specialization would leave a stale
     specialization (the core keys it once), so it is refused on the miss, before anything is built or launched.
@@ -238,6 +233,11 @@ def _check_constant(kernel: str, param: str, value, where: str = "") -> None:
         for i, v in enumerate(value):
             _check_constant(kernel, param, v, f"{where}[{i}]")
         return
+    if isinstance(value, int) and value.bit_length() > _MAX_CONSTANT_BITS:
+        limit = getattr(sys, "get_int_max_str_digits", lambda: 4300)()
+        raise ValueError(f"kernel '{kernel}': parameter '{param}'{where}: an int constant of {value.bit_length()} "
+                         f"bits is too large to key and record (Python converts at most {limit} digits to text); "
+                         f"the kernel's integers are 64-bit: pass a smaller value")
     if getattr(value, "ndim", None) == 0 and hasattr(value, "__array_interface__") and \
             getattr(getattr(value, "flags", None), "writeable", False):
         raise TypeError(f"kernel '{kernel}': parameter '{param}'{where}: a writable 0-d array constant "
