@@ -52,6 +52,7 @@ from .vocab.pass_config import (PassConfigKey, PassConfigs, get_pass_config, get
 from .ir.sym import Sym as SymbolicScalar
 from .ir.sym import Sym as symbolic_scalar  # the reference's alias (`pypto.symbolic_scalar(2)`)
 from .language import experimental
+from . import distributed  # pypto.distributed: groups, windows and (installed by the language) the shmem ops
 from .language.hints import (TileL0Info, TileL1Info, get_conv_tile_shapes, pass_verify_print, pass_verify_save,
                              set_conv_tile_shapes, set_matrix_size, set_semantic_label)
 from .frontend.function import function_scope as function

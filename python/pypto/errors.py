@@ -145,6 +145,13 @@ class KernelRuntimeError(PyptoRtError, RuntimeError):
     _reference_format = False
 
 
+class DistributedError(PyptoRtError, RuntimeError):
+    """A multi-rank setup failed: a group that spans hosts, ranks that allocate different shmem tensors, a
+    shared-memory window that cannot be created or mapped (pypto.distributed)."""
+
+    _reference_format = False
+
+
 def not_supported(feature: str, hint: str = "") -> UnsupportedFeatureError:
     """The error for a reference feature that is missing here: names it and says 'not supported yet'."""
     return UnsupportedFeatureError(f"{feature} is not supported yet by this pypto" + (f"; {hint}" if hint else ""))

@@ -27,10 +27,11 @@ from .matmul import MatmulEmitter
 from .quant import QuantEmitter
 from .ranking import RankingEmitter
 from .reductions import ReductionEmitter
+from .shmem import ShmemEmitter
 
 
 class _Emitter(ControlEmitter, BoundsCheckEmitter, ElementwiseEmitter, ReductionEmitter, RankingEmitter,
-               IndexingEmitter, MatmulEmitter, QuantEmitter, ConvRandomEmitter, EmitterCore):
+               IndexingEmitter, MatmulEmitter, QuantEmitter, ConvRandomEmitter, ShmemEmitter, EmitterCore):
     """The unfused emitter: the plumbing (EmitterCore) and one mixin per op family."""
 
 

@@ -32,6 +32,8 @@ def generate(kernel: Kernel, with_ir_comment: bool = True, fuse: bool = True, sp
             em.line(f"const bool {v.args[1]} = scalars[{s.index}].i != 0;")
         else:
             em.line(f"const int64_t {v.args[1]} = scalars[{s.index}].i;")
+    if kernel.shmem is not None:
+        em.shmem_prologue()
     em.block(kernel.body)
     em.line("(void)ctx; (void)scalars; (void)tensors;")
     em.line("return 0;")
@@ -50,6 +52,8 @@ def generate(kernel: Kernel, with_ir_comment: bool = True, fuse: bool = True, sp
     ]
     if em.quant:
         out.append("#include <pypto/kernel_quant.h>")
+    if em.shmem:
+        out.append("#include <pypto/kernel_shmem.h>")
     out.append("")
     if any("pypto_k::" in ln for ln in em.lines):
         out += [PRELUDE, ""]

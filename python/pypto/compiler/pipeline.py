@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass
 
 from ..codegen import generate
+from ..distributed import windows
 from ..ir import trace
 from ..vocab.options import CompileStage
 from ..vocab.speckey import spec_key
@@ -38,6 +39,9 @@ def build(prepared, request) -> BuildResult:
     source = generate(kernel_ir, spec_key=key_text)  # debug dumps: JITKernel._dump (one file pair per specialization)
     t2 = time.perf_counter()
     lib, src_path, seconds, cached, key = compile_source(source, request.options, request.kernel_name)
+    if kernel_ir.shmem is not None:   # collective over each group: every rank builds the same kernel here
+        for group, digest, nbytes in kernel_ir.shmem.layout():
+            windows.ensure(group, digest, nbytes, request.kernel_name)
     split = {"trace": t1 - t0, "codegen": t2 - t1, "load" if cached else "g++": time.perf_counter() - t2}
     return BuildResult(library=lib, source_path=src_path, source=source, ir_text=ir_text,
                        written=tuple(kernel_ir.written), compile_seconds=seconds, cached=cached, key=key,

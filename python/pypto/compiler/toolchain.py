@@ -170,11 +170,21 @@ def compile_source(source: str, options=None, kernel_name: str = "kernel") -> tu
         with disk_errors(what, cpp):
             cache.atomic_write(cpp, source.encode())
         t0 = time.perf_counter()
-        run_compiler(lambda out: [CXX, *FLAGS, "-I", tool_path(include_dir()), "-o", out, tool_path(cpp)], so, sha,
+        libs = link_flags(source)
+        run_compiler(lambda out: [CXX, *FLAGS, "-I", tool_path(include_dir()), "-o", out, tool_path(cpp), *libs], so, sha,
                      timeout, what, f"(source saved at {cpp})")
         seconds = time.perf_counter() - t0
     cache.enforce_max_size(keep=key, limit=_opt(options, "host", "cache_max_size", 0))
     return str(so), str(cpp), seconds, False, key
+
+
+def link_flags(source: str) -> list:
+    """Libraries a kernel links: multi-rank kernels (kernel_shmem.h) link libpypto_shmem, the one window registry
+    of the process (its directory is fixed by the installed package, so the source still decides the build)."""
+    if "#include <pypto/kernel_shmem.h>" not in source:
+        return []
+    lib = tool_path(Path(__file__).resolve().parents[1] / "lib")
+    return ["-L", lib, f"-Wl,-rpath,{lib}", "-lpypto_shmem"]
 
 
 def tool_path(p) -> str:

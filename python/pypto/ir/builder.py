@@ -75,6 +75,7 @@ class Builder:
         self.uses_threads = False
         self.loop_index: dict = {}    # key of an iteration-index Sym -> its Loop / UnrolledLoop
         self.left_early: list = []    # locations of pypto.loops whose body was left by break / return
+        self.shmem = None             # language/distributed.py's ShmemPlan, made by the first shmem op
 
     # ---- errors -------------------------------------------------------------------------------------------
     def error(self, op: str, msg: str) -> KernelTraceError:

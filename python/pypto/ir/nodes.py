@@ -212,6 +212,7 @@ class Kernel:
     uses_threads: bool = False
     vec_tiles_used: list = field(default_factory=list)
     runtime_debug_mode: int = 0    # debug_options.runtime_debug_mode (4: bounds checks in the generated code)
+    shmem: Any = None              # language/distributed.py's ShmemPlan when the kernel uses shmem tensors
 
     def __str__(self) -> str:
         return format_kernel(self)

@@ -86,7 +86,8 @@ def trace(prepared, request: SpecializationRequest) -> Kernel:
     return Kernel(name=request.kernel_name, tensors=list(request.tensors), scalars=list(request.scalars),
                   constants=dict(request.constants), params=params, scalar_vars=scalar_vars,
                   dyn_vars=dyn_vars, body=b.body, storages=b.storages, written=tuple(sorted(b.written)),
-                  uses_threads=b.uses_threads, runtime_debug_mode=_debug_mode(request.options))
+                  uses_threads=b.uses_threads, runtime_debug_mode=_debug_mode(request.options),
+                  shmem=getattr(b, "shmem", None))
 
 
 def _debug_mode(options) -> int:

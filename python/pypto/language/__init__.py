@@ -29,11 +29,14 @@ from .struct_ops import (argmax, argmin, argsort, atomic_add, axpy_, deinterleav
                          pad, tril, triu, var)
 from .control import ceil_div
 from .conv import conv
+from . import distributed  # installs the multi-rank ops into pypto.distributed
+from .distributed import AtomicType
 from .random import normal, uniform
 from .quant_ops import (ROUND_DOWN, ROUND_UP, DequantScaleRoundingMode, dequantize, expand_exp_dif, pack, quant_mx,
                         quantize, scaled_mm, unpack)
 
 __all__ = [
+    "AtomicType",
     # control flow and tiling
     "loop", "loop_unroll", "cond", "is_loop_begin", "is_loop_end", "min", "max", "ceildiv", "set_vec_tile_shapes",
     "set_cube_tile_shapes", "get_vec_tile_shapes", "get_cube_tile_shapes",

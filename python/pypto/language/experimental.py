@@ -14,9 +14,10 @@ from . import indexing as I
 from . import reduce as R
 from . import shape_ops as SO
 from ._helpers import DT, check_tensor, current, fmt_shape
+from .distributed import nop, shmem_load, shmem_store  # the reference's experimental shmem ops
 
 __all__ = ["online_softmax", "online_softmax_update", "transposed_batchmatmul", "gather_in_l1", "gather_in_ub",
-           "set_operation_options", "get_operation_options"]
+           "set_operation_options", "get_operation_options", "shmem_load", "shmem_store", "nop"]
 
 
 def _check(x, op: str, what: str, dtypes, rank: int = 2):
