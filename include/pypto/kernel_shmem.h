@@ -129,10 +129,25 @@ static inline int64_t now_ns() {
   return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/* true when process `pid` has exited: gone, or a zombie its parent has not reaped yet (kill(pid, 0) still
+ * succeeds on those, so /proc says) */
+static inline bool exited(int32_t pid) {
+  if (kill(pid, 0) != 0) return errno == ESRCH;
+  char path[48], buf[256];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  FILE* f = fopen(path, "r");
+  if (!f) return false;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  const char* r = strrchr(buf, ')');
+  return r && r[1] == ' ' && (r[2] == 'Z' || r[2] == 'X');
+}
+
 /* -1 when every peer process is alive, else the rank of one that has exited */
 static inline int dead_peer(const PyptoShmemWindow* w) {
   for (int p = 0; p < w->n_pes; ++p)
-    if (p != w->rank && w->pid[p] > 0 && kill(w->pid[p], 0) != 0 && errno == ESRCH) return p;
+    if (p != w->rank && w->pid[p] > 0 && exited(w->pid[p])) return p;
   return -1;
 }
 

@@ -106,7 +106,8 @@ def abi_version() -> int:
 def headers_digest() -> str:
     def get():
         h = hashlib.sha256()
-        for name in ("kernel_abi.h", "kernel_rt.h", "kernel_par.h", "kernel_gemm.h", "kernel_quant.h"):
+        for name in ("kernel_abi.h", "kernel_rt.h", "kernel_par.h", "kernel_gemm.h", "kernel_quant.h",
+                     "kernel_shmem.h"):
             h.update((include_dir() / "pypto" / name).read_bytes())
         return h.hexdigest()
 
@@ -183,6 +184,7 @@ def link_flags(source: str) -> list:
     of the process (its directory is fixed by the installed package, so the source still decides the build)."""
     if "#include <pypto/kernel_shmem.h>" not in source:
         return []
+    # (the linked library's path is not in the cache key: it is the installed package's, fixed per install)
     lib = tool_path(Path(__file__).resolve().parents[1] / "lib")
     return ["-L", lib, f"-Wl,-rpath,{lib}", "-lpypto_shmem"]
 
