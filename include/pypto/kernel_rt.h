@@ -11,6 +11,7 @@
  *   - math wrappers overloaded on float/double;
  *   - Buffer: an RAII heap block for temporaries that do not fit on the stack;
  *   - exp_ for float without libm (vectorizes); the fixed lane order of float reductions (fold_*);
+ *   - kernel_vmath.h: log/log2/log10/log1p/exp2/expm1/tanh/erf for float without libm (vectorize);
  *   - Scratch: uninitialised aligned heap tile buffers;
  *   - exp16, stable_sort_idx, prefetch_at, stream64 (streaming stores), overlaps, and the failure and
  *     runtime_debug_mode=4 bounds-check helpers (fail, numel, check_view) that generated code calls;
@@ -387,16 +388,17 @@ static inline void exp16(float* a) {
   for (int l = 0; l < 16; ++l) a[l] = exp_(a[l]);
 }
 #endif
-PYPTO_RT_UNARY(log_, __builtin_logf, __builtin_log)
 PYPTO_RT_UNARY(sqrt_, __builtin_sqrtf, __builtin_sqrt)
-PYPTO_RT_UNARY(tanh_, __builtin_tanhf, __builtin_tanh)
+/* fp64 keeps libm; the float versions of these are kernel_vmath.h's (vectorizable, same bits in every lane) */
+static inline double log_(double x) { return __builtin_log(x); }
+static inline double log2_(double x) { return __builtin_log2(x); }
+static inline double log10_(double x) { return __builtin_log10(x); }
+static inline double log1p_(double x) { return __builtin_log1p(x); }
+static inline double exp2_(double x) { return __builtin_exp2(x); }
+static inline double expm1_(double x) { return __builtin_expm1(x); }
+static inline double tanh_(double x) { return __builtin_tanh(x); }
+static inline double erf_(double x) { return __builtin_erf(x); }
 PYPTO_RT_UNARY(erfc_, __builtin_erfcf, __builtin_erfc)
-PYPTO_RT_UNARY(erf_, __builtin_erff, __builtin_erf)
-PYPTO_RT_UNARY(exp2_, __builtin_exp2f, __builtin_exp2)
-PYPTO_RT_UNARY(expm1_, __builtin_expm1f, __builtin_expm1)
-PYPTO_RT_UNARY(log2_, __builtin_log2f, __builtin_log2)
-PYPTO_RT_UNARY(log10_, __builtin_log10f, __builtin_log10)
-PYPTO_RT_UNARY(log1p_, __builtin_log1pf, __builtin_log1p)
 PYPTO_RT_UNARY(cbrt_, __builtin_cbrtf, __builtin_cbrt)
 PYPTO_RT_UNARY(tan_, __builtin_tanf, __builtin_tan)
 PYPTO_RT_UNARY(asin_, __builtin_asinf, __builtin_asin)
@@ -759,6 +761,8 @@ static int run_parts(int64_t nparts, int32_t, F& part) {
 #endif
 
 }  // namespace pypto_rt
+
+#include "kernel_vmath.h"
 
 #ifdef PYPTO_RT_THREADS
 #include "kernel_par.h"

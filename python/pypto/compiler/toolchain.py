@@ -158,7 +158,8 @@ def abi_version() -> int:
 def headers_digest() -> str:
     def get():
         h = hashlib.sha256()
-        for name in ("kernel_abi.h", "kernel_rt.h", "kernel_par.h", "kernel_gemm.h", "kernel_quant.h"):
+        for name in ("kernel_abi.h", "kernel_rt.h", "kernel_vmath.h", "kernel_par.h", "kernel_gemm.h",
+                     "kernel_quant.h"):
             h.update((include_dir() / "pypto" / name).read_bytes())
         return h.hexdigest()
 
