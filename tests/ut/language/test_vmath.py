@@ -1,11 +1,8 @@
 """The float functions of include/pypto/kernel_vmath.h (log log2 log10 log1p exp2 expm1 tanh erf) through real
 kernels: within their documented error bound of the fp64 result on a dense sample of each range (every float:
 benchmarks/vmath_ulp.cpp, docs/language.md), exact on the specials (signed zeros, infinities, NaNs, domain edges),
-the same bits in a vector lane and in a loop's scalar tail, fp16/bf16 within one ulp of torch, and loops over them
-vectorized with no libm call."""
-import re
-import subprocess
-
+the same bits in a vector lane and in a loop's scalar tail, fp16/bf16 within one ulp of torch (that their loops
+vectorize: tests/ut/codegen/test_vector_loops.py)."""
 import numpy as np
 import pytest
 import torch
@@ -146,36 +143,3 @@ def test_half_types_within_one_ulp_of_torch(fn, dt):
     ulp = {torch.bfloat16: 2.0 ** -7, torch.float16: 2.0 ** -10}[dt]
     tol = torch.maximum(want[fin].double().abs() * ulp, torch.full_like(spacing, finfo.smallest_normal * ulp))
     assert ((out[fin].double() - want[fin].double()).abs() <= tol * 1.0001).all(), fn
-
-
-def test_loops_over_vmath_functions_vectorize_without_libm_calls(tmp_path):
-    """One elementwise kernel with every float function of kernel_vmath.h: its loop is vectorized for each kernel
-    ISA the machine runs, and the assembly calls none of libm's float functions."""
-    from pypto.codegen import generate
-    from pypto.compiler import toolchain as T
-    from pypto.frontend.rewrite import prepare
-    from pypto.ir import trace
-    from pypto.testing import simple_request
-    from pypto.vocab.params import build_params
-
-    S1 = pypto.Tensor([pypto.STATIC], pypto.DT_FP32)
-
-    def k(x: S1, out: S1):
-        y = pypto.log(x) + pypto.log2(x) + pypto.log10(x) + pypto.log1p(x)
-        out[:] = y + pypto.exp2(x) + pypto.expm1(x) + pypto.tanh(x) + pypto.erf(x)
-
-    x = torch.rand(4096) + 0.5
-    params = build_params(k.__name__, k)
-    req, _, _ = simple_request(k.__name__, params, (x, torch.zeros(4096)), {})
-    src = generate(trace(prepare(k, k.__name__), req), with_ir_comment=False)
-    cpp = tmp_path / "k.cpp"
-    cpp.write_text(src)
-    have = set(T.cpu_identity().split("|")[1].split())
-    for isa in ["native"] + (["avx2"] if {"avx2", "fma"} <= have else []):
-        r = subprocess.run([T.CXX, *T.flags_for(isa), "-I", str(T.include_dir()), "-fopt-info-vec-optimized", "-S",
-                            "-o", str(tmp_path / "k.s"), str(cpp)], capture_output=True, text=True, check=True)
-        asm = (tmp_path / "k.s").read_text()
-        calls = set(re.findall(r"call\s+(\w+)", asm))
-        libm = {c for c in calls if re.fullmatch(r"(log|log2|log10|log1p|exp2|expm1|tanh|erf)f?(@PLT)?", c)}
-        assert not libm, (isa, libm)
-        assert "loop vectorized" in r.stderr, isa
