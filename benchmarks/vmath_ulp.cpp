@@ -39,6 +39,11 @@ float f_exp2(float x) { return pypto_rt::exp2_(x); }
 float f_expm1(float x) { return pypto_rt::expm1_(x); }
 float f_tanh(float x) { return pypto_rt::tanh_(x); }
 float f_erf(float x) { return pypto_rt::erf_(x); }
+float f_sinh(float x) { return pypto_rt::sinh_(x); }
+float f_cosh(float x) { return pypto_rt::cosh_(x); }
+float f_asinh(float x) { return pypto_rt::asinh_(x); }
+float f_acosh(float x) { return pypto_rt::acosh_(x); }
+float f_atanh(float x) { return pypto_rt::atanh_(x); }
 float f_sigmoid(float x) { return pypto_rt::sigmoid<float>(x); }
 double r_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 
@@ -52,6 +57,11 @@ const Case CASES[] = {
     {"expm1", f_expm1, expm1, -30.0f, 88.72f},
     {"tanh", f_tanh, tanh, -10.0f, 10.0f},
     {"erf", f_erf, erf, -4.5f, 4.5f},
+    {"sinh", f_sinh, sinh, -89.4f, 89.4f},
+    {"cosh", f_cosh, cosh, -89.4f, 89.4f},
+    {"asinh", f_asinh, asinh, -0x1.fffffep127f, 0x1.fffffep127f},
+    {"acosh", f_acosh, acosh, 1.0f, 0x1.fffffep127f},
+    {"atanh", f_atanh, atanh, -0x1.fffffep-1f, 0x1.fffffep-1f},
     {"sigmoid", f_sigmoid, r_sigmoid, -88.7f, 104.0f},  // below -88.72 exp_(-x) is inf: 0, as torch
 };
 

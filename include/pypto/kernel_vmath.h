@@ -185,6 +185,52 @@ static inline float erf_(float x) {
   return (x != x) | (x == 0.0f) ? x : y; /* NaN; -0.0 (x HI + x LO gives +0) */
 }
 
+/* ---- hyperbolic functions and their inverses, from the pieces above ---------------------------------------
+ * sinh: u = expm1(|x|), sinh = (u + u / (u + 1)) / 2 (no cancellation, x itself for tiny x); from |x| > 80, where
+ * u + 1 would overflow first, t = exp_(|x| / 2) and (t / 2) t. cosh: (e + 1 / e) / 2 with e = exp_(|x|), the same
+ * large form. Both branch-free, the sign copied from x (sinh); the clamps are undone for NaN by a last select. */
+static inline float sinh_(float x) {
+  const float ax = __builtin_fabsf(x);
+  const float u = expm1_(ax < 80.0f ? ax : 80.0f);
+  const float ys = 0.5f * (u + u / (u + 1.0f));
+  const float t = exp_(0.5f * ax);
+  const float yb = (0.5f * t) * t;
+  return x != x ? x : vm_copysign(ax > 80.0f ? yb : ys, x);
+}
+static inline float cosh_(float x) {
+  const float ax = __builtin_fabsf(x);
+  const float e = exp_(ax < 80.0f ? ax : 80.0f);
+  const float ys = 0.5f * e + 0.5f / e;
+  const float t = exp_(0.5f * ax);
+  const float yb = (0.5f * t) * t;
+  return x != x ? x : (ax > 80.0f ? yb : ys);
+}
+/* asinh = sign(x) log1p(|x| + x^2 / (1 + sqrt(1 + x^2))); from |x| > 2^12 (x^2 + 1 rounds to x^2, and x^2 may
+ * overflow) log(|x|) + ln2. */
+static inline float asinh_(float x) {
+  const float ax = __builtin_fabsf(x);
+  const float a = ax < 0x1p12f ? ax : 0x1p12f;
+  const float a2 = a * a;
+  const float ys = log1p_(a + a2 / (1.0f + sqrt_(1.0f + a2)));
+  const float yb = log_(ax) + 0x1.62e430p-1f;
+  return x != x ? x : vm_copysign(ax > 0x1p12f ? yb : ys, x);
+}
+/* acosh = log1p(t + sqrt(2t + t^2)) with t = x - 1; from x > 2^12 log(x) + ln2; x < 1 gives NaN */
+static inline float acosh_(float x) {
+  const float xm = x < 0x1p12f ? x : 0x1p12f;
+  const float t = xm - 1.0f;
+  const float ys = log1p_(t + sqrt_(t + t + t * t));
+  const float yb = log_(x) + 0x1.62e430p-1f;
+  const float y = x > 0x1p12f ? yb : ys;
+  return x < 1.0f ? vm_nan() : (x != x ? x : y);
+}
+/* atanh = sign(x) log1p(2|x| / (1 - |x|)) / 2: +-inf at +-1, NaN beyond */
+static inline float atanh_(float x) {
+  const float ax = __builtin_fabsf(x);
+  const float y = 0.5f * log1p_((ax + ax) / (1.0f - ax));
+  return ax > 1.0f ? vm_nan() : vm_copysign(y, x);
+}
+
 }  // namespace pypto_rt
 
 #endif /* PYPTO_KERNEL_VMATH_H_ */

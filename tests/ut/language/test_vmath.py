@@ -1,4 +1,5 @@
-"""The float functions of include/pypto/kernel_vmath.h (log log2 log10 log1p exp2 expm1 tanh erf) through real
+"""The float functions of include/pypto/kernel_vmath.h (log log2 log10 log1p exp2 expm1 tanh erf sinh cosh asinh
+acosh atanh) through real
 kernels: within their documented error bound of the fp64 result on a dense sample of each range (every float:
 benchmarks/vmath_ulp.cpp, docs/language.md), exact on the specials (signed zeros, infinities, NaNs, domain edges),
 the same bits in a vector lane and in a loop's scalar tail, fp16/bf16 within one ulp of torch (that their loops
@@ -23,6 +24,11 @@ FUNCS = {
     "expm1": ((-30.0, 88.72), 1.4),
     "tanh": ((-10.0, 10.0), 1.3),
     "erf": ((-4.5, 4.5), 2.4),
+    "sinh": ((-89.4, 89.4), 2.5),
+    "cosh": ((-89.4, 89.4), 2.5),
+    "asinh": ((-3.4e38, 3.4e38), 1.6),
+    "acosh": ((1.0, 3.4e38), 1.7),
+    "atanh": ((-0.99999994, 0.99999994), 1.9),
 }
 
 
