@@ -11,6 +11,8 @@
  *   - math wrappers overloaded on float/double;
  *   - Buffer: an RAII heap block for temporaries that do not fit on the stack;
  *   - exp_ for float without libm (vectorizes); the fixed lane order of float reductions (fold_*);
+ *   - kernel_vmath.h: log/log2/log10/log1p/exp2/expm1/tanh/erf/sinh/cosh/asinh/acosh/atanh for float
+ *     without libm (they vectorize);
  *   - Scratch: uninitialised aligned heap tile buffers;
  *   - exp16, stable_sort_idx, prefetch_at, stream64 (streaming stores), overlaps, and the failure and
  *     runtime_debug_mode=4 bounds-check helpers (fail, numel, check_view) that generated code calls;
@@ -44,50 +46,49 @@ static inline float bits_f32(uint32_t u) {
   return f;
 }
 
+/* c ? a : b as a mask: g++ turns a chain of `?:` on one value into branches, which no loop vectorizes through */
+static inline uint32_t sel_u32(bool c, uint32_t a, uint32_t b) { return b ^ ((a ^ b) & (0u - (uint32_t)c)); }
+
+/* Both directions are branch-free (every case computed, one chosen by selects) so that loops converting fp16
+ * vectorize; the results are those of the plain case analysis (checked on every input: benchmarks/f16_exhaustive.cpp
+ * against the branchy reference it keeps). */
 static inline uint16_t f32_to_f16_bits(float f) {
   const uint32_t x = f32_bits(f);
   const uint32_t sign = (x >> 16) & 0x8000u;
   const uint32_t ax = x & 0x7fffffffu;
-  if (ax >= 0x7f800000u) {  // inf / nan (nan keeps its top payload bits and stays quiet)
-    return (uint16_t)(sign | 0x7c00u | (ax > 0x7f800000u ? (0x200u | ((ax >> 13) & 0x3ffu)) : 0u));
-  }
-  if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u);  // >= 65520 rounds to inf
-  if (ax >= 0x38800000u) {                                     // normal half
-    const uint32_t r = (ax - 0x38000000u + 0xfffu + ((ax >> 13) & 1u)) >> 13;
-    return (uint16_t)(sign | r);
-  }
-  if (ax <= 0x33000000u) return (uint16_t)sign;  // <= 2^-25 rounds (to even) to zero
-  // subnormal half: m = round(|f| * 2^24)
-  const uint32_t e = ax >> 23;
+  /* nan keeps its top payload bits and stays quiet */
+  const uint32_t r_nan = 0x7c00u | 0x200u | ((ax >> 13) & 0x3ffu);
+  /* normal half: round the 13 dropped bits to nearest even */
+  const uint32_t r_norm = (ax - 0x38000000u + 0xfffu + ((ax >> 13) & 1u)) >> 13;
+  /* subnormal half: m = round(|f| * 2^24) = mantissa >> (126 - e), rounded to even; e clamped so the shift stays in
+   * [1, 26] for the inputs that take another case */
+  uint32_t e = ax >> 23;
+  e = e > 125u ? 125u : (e < 100u ? 100u : e);
+  const uint32_t sh = 126u - e;
   const uint32_t mant = (ax & 0x7fffffu) | 0x800000u;
-  const uint32_t shift = 126u - e;
-  uint32_t m = mant >> shift;
-  const uint32_t rem = mant & ((1u << shift) - 1u);
-  const uint32_t halfway = 1u << (shift - 1u);
-  if (rem > halfway || (rem == halfway && (m & 1u))) ++m;
-  return (uint16_t)(sign | m);
+  /* adding (half - 1) plus the kept lowest bit, then truncating, rounds to nearest even (no compare: a bool
+   * here keeps g++ from vectorizing) */
+  const uint32_t r_sub = (mant + ((1u << (sh - 1u)) - 1u) + ((mant >> sh) & 1u)) >> sh;
+  uint32_t r = sel_u32(ax <= 0x33000000u, 0u, r_sub);  /* <= 2^-25 rounds (to even) to zero */
+  r = sel_u32(ax >= 0x38800000u, r_norm, r);
+  r = sel_u32(ax >= 0x477ff000u, 0x7c00u, r);           /* >= 65520 rounds to inf; inf */
+  r = sel_u32(ax > 0x7f800000u, r_nan, r);
+  return (uint16_t)(sign | r);
 }
 
 static inline float f16_bits_to_f32(uint16_t h) {
   const uint32_t sign = ((uint32_t)h & 0x8000u) << 16;
-  uint32_t e = ((uint32_t)h >> 10) & 0x1fu;
-  uint32_t m = (uint32_t)h & 0x3ffu;
-  uint32_t bits;
-  if (e == 0x1fu) {
-    bits = sign | 0x7f800000u | (m << 13);
-  } else if (e != 0) {
-    bits = sign | ((e + 112u) << 23) | (m << 13);
-  } else if (m == 0) {
-    bits = sign;
-  } else {
-    e = 113u;
-    while (!(m & 0x400u)) {
-      m <<= 1;
-      --e;
-    }
-    bits = sign | (e << 23) | ((m & 0x3ffu) << 13);
-  }
-  return bits_f32(bits);
+  const uint32_t em = (uint32_t)h & 0x7fffu;
+  const uint32_t e = em >> 10;
+  /* normal: rebias the exponent; inf/nan: exponent 255, the payload kept; subnormal: m 2^-24, a normal float:
+   * the integer m converted (exact) and 24 taken from its exponent field (integer arithmetic, so a flush-to-zero
+   * mode cannot touch it); zero: 0 */
+  const uint32_t o_norm = (em << 13) + (112u << 23);
+  const uint32_t o_inf = (em << 13) | 0x7f800000u;
+  const uint32_t o_sub = f32_bits((float)(int32_t)em) - (24u << 23);
+  uint32_t o = e == 0x1fu ? o_inf : o_norm;
+  o = e == 0u ? (em == 0u ? 0u : o_sub) : o;
+  return bits_f32(sign | o);
 }
 
 static inline uint16_t f32_to_bf16_bits(float f) {
@@ -387,26 +388,27 @@ static inline void exp16(float* a) {
   for (int l = 0; l < 16; ++l) a[l] = exp_(a[l]);
 }
 #endif
-PYPTO_RT_UNARY(log_, __builtin_logf, __builtin_log)
 PYPTO_RT_UNARY(sqrt_, __builtin_sqrtf, __builtin_sqrt)
-PYPTO_RT_UNARY(tanh_, __builtin_tanhf, __builtin_tanh)
+/* fp64 keeps libm; the float versions of these are kernel_vmath.h's (vectorizable, same bits in every lane) */
+static inline double log_(double x) { return __builtin_log(x); }
+static inline double log2_(double x) { return __builtin_log2(x); }
+static inline double log10_(double x) { return __builtin_log10(x); }
+static inline double log1p_(double x) { return __builtin_log1p(x); }
+static inline double exp2_(double x) { return __builtin_exp2(x); }
+static inline double expm1_(double x) { return __builtin_expm1(x); }
+static inline double tanh_(double x) { return __builtin_tanh(x); }
+static inline double erf_(double x) { return __builtin_erf(x); }
+static inline double atanh_(double x) { return __builtin_atanh(x); }
+static inline double acosh_(double x) { return __builtin_acosh(x); }
+static inline double asinh_(double x) { return __builtin_asinh(x); }
+static inline double cosh_(double x) { return __builtin_cosh(x); }
+static inline double sinh_(double x) { return __builtin_sinh(x); }
 PYPTO_RT_UNARY(erfc_, __builtin_erfcf, __builtin_erfc)
-PYPTO_RT_UNARY(erf_, __builtin_erff, __builtin_erf)
-PYPTO_RT_UNARY(exp2_, __builtin_exp2f, __builtin_exp2)
-PYPTO_RT_UNARY(expm1_, __builtin_expm1f, __builtin_expm1)
-PYPTO_RT_UNARY(log2_, __builtin_log2f, __builtin_log2)
-PYPTO_RT_UNARY(log10_, __builtin_log10f, __builtin_log10)
-PYPTO_RT_UNARY(log1p_, __builtin_log1pf, __builtin_log1p)
 PYPTO_RT_UNARY(cbrt_, __builtin_cbrtf, __builtin_cbrt)
 PYPTO_RT_UNARY(tan_, __builtin_tanf, __builtin_tan)
 PYPTO_RT_UNARY(asin_, __builtin_asinf, __builtin_asin)
 PYPTO_RT_UNARY(acos_, __builtin_acosf, __builtin_acos)
 PYPTO_RT_UNARY(atan_, __builtin_atanf, __builtin_atan)
-PYPTO_RT_UNARY(sinh_, __builtin_sinhf, __builtin_sinh)
-PYPTO_RT_UNARY(cosh_, __builtin_coshf, __builtin_cosh)
-PYPTO_RT_UNARY(asinh_, __builtin_asinhf, __builtin_asinh)
-PYPTO_RT_UNARY(acosh_, __builtin_acoshf, __builtin_acosh)
-PYPTO_RT_UNARY(atanh_, __builtin_atanhf, __builtin_atanh)
 PYPTO_RT_UNARY(floor_, __builtin_floorf, __builtin_floor)
 PYPTO_RT_UNARY(ceil_, __builtin_ceilf, __builtin_ceil)
 PYPTO_RT_UNARY(trunc_, __builtin_truncf, __builtin_trunc)
@@ -759,6 +761,8 @@ static int run_parts(int64_t nparts, int32_t, F& part) {
 #endif
 
 }  // namespace pypto_rt
+
+#include "kernel_vmath.h"
 
 #ifdef PYPTO_RT_THREADS
 #include "kernel_par.h"

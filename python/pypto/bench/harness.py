@@ -136,6 +136,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="with --kernels: this thread count (repeatable; default: 1 and all cores)")
     p.add_argument("--cpu", action="store_true",
                    help="with --kernels: time by the calling thread's CPU time (a loaded machine; 1-thread rows only)")
+    p.add_argument("--sweep", action="store_true",
+                   help="with --kernels: also the op sweep (every elementwise op and reduction x fp32/bf16 x two "
+                        "shapes, and model-shaped kernels: pypto/bench/op_sweep.py)")
     p.add_argument("--no-compile", dest="no_compile", action="store_true",
                    help="with --kernels: skip the compile-time table")
     for flag, what in (("callgrind", "instruction counts under valgrind"),

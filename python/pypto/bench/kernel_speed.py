@@ -151,27 +151,49 @@ def steady_allocator() -> str | None:
     return "glibc mallopt: mmap threshold 32 MiB, trim threshold 1 GiB"
 
 
-def run(rounds: int = 7, threads=None, say=print, only=None, cpu=False) -> dict:
-    """Time every case (or those whose name contains one of `only`) at each thread count. cpu: the calling
-    thread's CPU time instead of wall time (a loaded machine: what a call costs, not when it got a core); it
-    misses work done on other threads, so only 1-thread rows mean anything with it."""
+def isa_record() -> dict:
+    """What the kernels were built for and what torch runs: PYPTO_KERNEL_ISA, the target's vector features as g++
+    defines them, and torch's CPU capability (ATen's dispatch: ATEN_CPU_CAPABILITY=avx2 makes it take its AVX2
+    kernels on an AVX-512 machine)."""
+    from ..compiler import toolchain as T
+
+    cap = getattr(getattr(torch.backends, "cpu", None), "get_cpu_capability", lambda: None)()
+    return {"kernel_isa": T.kernel_isa(), "target_features": T.target_features(), "torch_cpu_capability": cap,
+            "pypto_march": os.environ.get("PYPTO_MARCH", "native")}
+
+
+def _geomean(vals) -> float:
+    return math.exp(sum(math.log(v) for v in vals) / len(vals))
+
+
+def run(rounds: int = 7, threads=None, say=print, only=None, cpu=False, sweep=False) -> dict:
+    """Time every case (or those whose name contains one of `only`) at each thread count; with `sweep` the op
+    sweep's cases (op_sweep.py) too. cpu: the calling thread's CPU time instead of wall time (a loaded machine:
+    what a call costs, not when it got a core); it misses work done on other threads, so only 1-thread rows mean
+    anything with it."""
     allt = max(1, min(64, len(os.sched_getaffinity(0))))
     threads = threads or sorted({1, allt})
-    cases = [c for c in _cases() if not only or any(o in c[0] for o in only)]
+    every = _cases()
+    if sweep:
+        from . import op_sweep
+        every = every + op_sweep.cases()
+    cases = [c for c in every if not only or any(o in c[0] for o in only)]
     if not cases:
         raise SystemExit(f"pypto.bench --kernels: no kernel name contains any of {only}")
     allocator = steady_allocator()
     rows = []
     for nt in threads:
-        for name, body, args, tfn, ref, out, moved in cases:
+        for name, body, args, tfn, ref, out, moved, *tol in cases:
+            body, consts = body if isinstance(body, tuple) else (body, {})
             k = pypto.frontend.jit(body, runtime_options={"device_sched_parallelism": nt})
-            k(*args)
-            torch.testing.assert_close(out, ref().to(out.dtype), rtol=2e-3 if "bf16" in name else 1e-4,
-                                       atol=2e-2 if "matmul" in name else 1e-4)
+            k(*args, **consts)
+            rtol, atol = tol[0] if tol else (2e-3 if "bf16" in name else 1e-4, 2e-2 if "matmul" in name else 1e-4)
+            torch.testing.assert_close(out.float(), ref().float(), rtol=rtol, atol=atol, equal_nan=True,
+                                       msg=lambda m, name=name: f"{name}: {m}")
             n = max(1, moved // 2 // 4)
             src, dst = torch.ones(n), torch.empty(n)
-            rows.append({"kernel": name, "threads": nt, "pypto": (lambda k=k, a=args: k(*a)), "torch": tfn,
-                         "copy": (lambda s=src, d=dst: d.copy_(s)), "bytes": moved})
+            rows.append({"kernel": name, "threads": nt, "pypto": (lambda k=k, a=args, c=consts: k(*a, **c)),
+                         "torch": tfn, "copy": (lambda s=src, d=dst: d.copy_(s)), "bytes": moved})
     say(f"timing {len(rows)} rows x 3 at threads {threads}, {rounds} interleaved rounds")
     times = {(i, c): [] for i in range(len(rows)) for c in ("pypto", "torch", "copy")}
     order = ("pypto", "torch", "copy")
@@ -189,12 +211,18 @@ def run(rounds: int = 7, threads=None, say=print, only=None, cpu=False) -> dict:
         res.append({"kernel": r["kernel"], "threads": r["threads"], "pypto_ms": med["pypto"],
                     "torch_ms": med["torch"], "copy_ms": med["copy"], "ratio": med["pypto"] / med["torch"],
                     "copy_ratio": med["pypto"] / med["copy"]})
-    geo = {}
+    geo, geo_sweep = {}, {}
+    five = set(FIVE)
     for nt in threads:
-        rs = [x["ratio"] for x in res if x["threads"] == nt and x["kernel"] in FIVE]
+        rs = [x["ratio"] for x in res if x["threads"] == nt and x["kernel"] in five]
         if len(rs) == len(FIVE):                # the issue's figure: only when all five ran
-            geo[nt] = math.exp(sum(math.log(v) for v in rs) / len(rs))
-    return {"rows": res, "geomean_five": geo, "threads": threads, "rounds": rounds,
+            geo[nt] = _geomean(rs)
+        sw = [x["ratio"] for x in res if x["threads"] == nt and x["kernel"] not in five
+              and not x["kernel"].startswith("matmul")]
+        if sweep and sw:
+            geo_sweep[nt] = _geomean(sw)
+    return {"rows": res, "geomean_five": geo, "geomean_sweep": geo_sweep, "isa": isa_record(), "threads": threads,
+            "rounds": rounds,
             "clock": "thread CPU time" if cpu else "wall", "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"), "allocator": allocator}
 
 
@@ -202,8 +230,14 @@ def print_table(res: dict, compile_s: dict | None = None, say=print):
     from .docs import kernel_table
     for line in kernel_table(res):
         say(line)
+    isa = res.get("isa") or {}
+    if isa:
+        say(f"kernels built for PYPTO_KERNEL_ISA={isa['kernel_isa']} ({isa['target_features']}); torch's CPU "
+            f"capability {isa['torch_cpu_capability']}")
     for nt, gm in res["geomean_five"].items():
         say(f"geometric mean of pypto / torch over the five kernels at {nt} thread(s): {gm:.2f}x")
+    for nt, gm in (res.get("geomean_sweep") or {}).items():
+        say(f"geometric mean of pypto / torch over the sweep at {nt} thread(s): {gm:.2f}x")
     if compile_s:
         say("compile (fresh g++ build): " + ", ".join(f"{k} {v * 1e3:.0f} ms" for k, v in compile_s.items()))
 
@@ -213,7 +247,7 @@ def main(args=None):
 
     rounds = getattr(args, "rounds", None) or 7
     res = run(rounds=rounds, threads=getattr(args, "threads", None), only=getattr(args, "only", None),
-              cpu=getattr(args, "cpu", False))
+              cpu=getattr(args, "cpu", False), sweep=getattr(args, "sweep", False))
     print_table(res)
     if not getattr(args, "no_compile", False):
         comp = compile_times()

@@ -24,10 +24,43 @@ from . import cache
 from .cache import cache_dir
 
 CXX = os.environ.get("PYPTO_CXX", "g++")
-# PYPTO_MARCH picks the target ISA (default: this CPU). Valgrind, for one, cannot run AVX-512 code: the
-# benchmarks' instruction counts use PYPTO_MARCH=x86-64-v3. The flags are part of the cache key.
-FLAGS = ("-O3", f"-march={os.environ.get('PYPTO_MARCH', 'native')}", "-mprefer-vector-width=512", "-std=c++17", "-shared", "-fPIC", "-pthread", "-ffp-contract=off",
-         "-fno-math-errno", "-fvisibility=hidden")
+# PYPTO_KERNEL_ISA picks the vector ISA generated kernels are built for: `native` (everything this CPU has, AVX-512
+# included), `avx2` (this CPU without AVX-512: what an AVX2 + FMA machine runs, testable on an AVX-512 one) or
+# `sse4` (no AVX at all). PYPTO_MARCH replaces the -march base (default: this CPU); valgrind, for one, cannot run
+# AVX-512 code: the benchmarks' instruction counts use PYPTO_MARCH=x86-64-v3. Both are part of the cache key (the
+# flags are), and so is the CPU's identity (model and feature flags).
+KERNEL_ISAS = {"native": (), "avx2": ("-mno-avx512f",), "sse4": ("-mno-avx",)}
+
+
+def kernel_isa() -> str:
+    """The ISA named by PYPTO_KERNEL_ISA (default native); an unknown name is an error naming the valid ones."""
+    isa = os.environ.get("PYPTO_KERNEL_ISA", "native").strip().lower() or "native"
+    if isa not in KERNEL_ISAS:
+        raise CompileError(f"PYPTO_KERNEL_ISA={isa!r} is not a kernel ISA; expected one of "
+                           f"{', '.join(KERNEL_ISAS)}")
+    return isa
+
+
+def flags_for(isa: str) -> tuple:
+    """The compiler flags of a kernel built for `isa` (a KERNEL_ISAS name).
+
+    -fno-tree-loop-distribute-patterns: g++ must not turn a loop of the generated code into a memset/memcpy call
+    (a call per exp block, which the vectorizer then cannot see through; on AVX2 it did so for the exp block copy).
+    -fno-trapping-math: no op may trap (kernels never unmask FP exceptions), so g++ may if-convert and vectorize
+    selects that evaluate both sides; every rounding is unchanged (-ffp-contract=off, no -ffast-math)."""
+    return ("-O3", f"-march={os.environ.get('PYPTO_MARCH', 'native')}", *KERNEL_ISAS[isa],
+            "-mprefer-vector-width=512", "-std=c++17", "-shared", "-fPIC", "-pthread", "-ffp-contract=off",
+            "-fno-math-errno", "-fno-trapping-math", "-fno-tree-loop-distribute-patterns", "-fvisibility=hidden")
+
+
+def _default_isa() -> str:
+    try:
+        return kernel_isa()
+    except CompileError:
+        return "native"     # compile_source raises the message before anything is built
+
+
+FLAGS = flags_for(_default_isa())
 
 
 # ---- identities (computed once per process) ----------------------------------------------------------------
@@ -94,6 +127,25 @@ def cpu_identity() -> str:
     return _once("cpu", get)
 
 
+def target_features() -> str:
+    """The vector features the kernel flags target, as g++ defines them (`avx512f avx2 fma ...`): what the
+    benchmark records as the ISA. Empty when the compiler cannot say."""
+    def get():
+        march = [f for f in FLAGS if f.startswith(("-march", "-mno-"))]
+        try:
+            r = subprocess.run([CXX, *march, "-dM", "-E", "-x", "c++", os.devnull], capture_output=True, text=True,
+                               timeout=60)
+        except (OSError, subprocess.SubprocessError):
+            return ""
+        names = {"__SSE4_2__": "sse4.2", "__AVX__": "avx", "__AVX2__": "avx2", "__FMA__": "fma",
+                 "__F16C__": "f16c", "__AVX512F__": "avx512f", "__AVX512BW__": "avx512bw",
+                 "__AVX512BF16__": "avx512bf16", "__AVX512FP16__": "avx512fp16"}
+        defined = {ln.split()[1] for ln in r.stdout.splitlines() if ln.startswith("#define ")}
+        return " ".join(v for k, v in names.items() if k in defined)
+
+    return _once(("features", CXX, FLAGS), get)
+
+
 def abi_version() -> int:
     def get():
         text = (include_dir() / "pypto" / "kernel_abi.h").read_text()
@@ -106,8 +158,8 @@ def abi_version() -> int:
 def headers_digest() -> str:
     def get():
         h = hashlib.sha256()
-        for name in ("kernel_abi.h", "kernel_rt.h", "kernel_par.h", "kernel_gemm.h", "kernel_quant.h",
-                     "kernel_shmem.h"):
+        for name in ("kernel_abi.h", "kernel_rt.h", "kernel_vmath.h", "kernel_par.h", "kernel_gemm.h",
+                     "kernel_quant.h", "kernel_shmem.h"):
             h.update((include_dir() / "pypto" / name).read_bytes())
         return h.hexdigest()
 
@@ -151,6 +203,7 @@ def compile_source(source: str, options=None, kernel_name: str = "kernel") -> tu
     the build goes to the private fallback directory (cache.py)."""
     what = f"kernel '{kernel_name}'"
     try:
+        kernel_isa()
         key = cache_key(source)
     except CompileError as e:     # the compiler cannot even say its version
         raise CompileError(f"{what}: {e}") from None
@@ -309,4 +362,5 @@ def run_compiler(command, so: Path, sha: Path, timeout: float, what: str, where:
 
 
 __all__ = ["compile_source", "run_compiler", "tool_path", "disk_errors", "include_dir", "cache_dir", "cache_key",
-           "compiler_identity", "cpu_identity", "abi_version", "FLAGS"]
+           "compiler_identity", "cpu_identity", "abi_version", "FLAGS", "KERNEL_ISAS", "kernel_isa", "flags_for",
+           "target_features"]

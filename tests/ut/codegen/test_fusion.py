@@ -211,32 +211,61 @@ def test_reads_of_a_tensor_the_group_overwrote_are_not_recomputed_late():
     assert torch.equal(out, a0 * 2.0 + 1.0) and torch.equal(a, torch.zeros(300, 300))
 
 
-def test_fused_inner_loops_vectorize(tmp_path):
-    """g++'s vectorization report: every loop over a row of the fused softmax (max, exp, sum, divide) is
-    vectorized (exp_ is libm-free, reductions use the lane order of codegen/lanes.py)."""
-    import re
-    import subprocess
-
+def _cpu_flags() -> set:
     from pypto.compiler import toolchain as T
 
+    return set(T.cpu_identity().split("|")[1].split())
+
+
+def _isas():
+    """The kernel ISAs this machine can run (native always; avx2 needs AVX2 + FMA; sse4 needs SSE4.2)."""
+    have = _cpu_flags()
+    out = ["native"]
+    if {"avx2", "fma"} <= have:
+        out.append("avx2")
+    if "sse4_2" in have:
+        out.append("sse4")
+    return out
+
+
+def _softmax_source():
     def k(x: S2, out: S2):
         pypto.set_vec_tile_shapes(8, 256)
         out[:] = pypto.softmax(x, -1)
 
     x = torch.randn(64, 256)
-    out = torch.zeros(64, 256)
     params = build_params(k.__name__, k)
-    req, _, _ = simple_request(k.__name__, params, (x, out), {})
-    src = generate(trace(prepare(k, k.__name__), req), with_ir_comment=False)
-    cpp = tmp_path / "k.cpp"
+    req, _, _ = simple_request(k.__name__, params, (x, torch.zeros(64, 256)), {})
+    return generate(trace(prepare(k, k.__name__), req), with_ir_comment=False)
+
+
+def _compile_for(isa, src, tmp_path, *extra):
+    import subprocess
+
+    from pypto.compiler import toolchain as T
+
+    cpp = tmp_path / f"k_{isa}.cpp"
     cpp.write_text(src)
-    r = subprocess.run([T.CXX, *T.FLAGS, "-I", str(T.include_dir()), "-fopt-info-vec-all", "-S", "-o",
-                        str(tmp_path / "k.s"), str(cpp)], capture_output=True, text=True, check=True)
-    vec = {int(m.group(1)) for m in re.finditer(r"k\.cpp:(\d+):\d+: optimized: loop vectorized", r.stderr)}
+    out = tmp_path / f"k_{isa}.s"
+    r = subprocess.run([T.CXX, *T.flags_for(isa), "-I", str(T.include_dir()), *extra, "-S", "-o", str(out),
+                        str(cpp)], capture_output=True, text=True, check=True)
+    return r.stderr, out.read_text()
+
+
+@pytest.mark.parametrize("isa", _isas())
+def test_fused_inner_loops_vectorize(tmp_path, isa):
+    """g++'s vectorization report, for every kernel ISA this machine runs: every loop over a row of the fused
+    softmax (max, exp, sum, divide) is vectorized (exp_ is libm-free, reductions use the lane order of
+    codegen/lanes.py) and no loop became a memcpy/memset call (-fno-tree-loop-distribute-patterns)."""
+    import re
+
+    src = _softmax_source()
+    err, asm = _compile_for(isa, src, tmp_path, "-fopt-info-vec-all")
+    vec = {int(m.group(1)) for m in re.finditer(rf"k_{isa}\.cpp:(\d+):\d+: optimized: loop vectorized", err)}
     # a loop that only copies the exp block out becomes a fixed-size copy, which g++ expands inline (no call)
-    vec |= {int(m.group(1)) for m in re.finditer(r"k\.cpp:(\d+):\d+: missed: statement clobbers memory: "
-                                                 r"__builtin_memcpy \([^)]*, 256\)", r.stderr)}
-    assert "memcpy" not in (tmp_path / "k.s").read_text()
+    vec |= {int(m.group(1)) for m in re.finditer(rf"k_{isa}\.cpp:(\d+):\d+: missed: statement clobbers memory: "
+                                                 r"__builtin_memcpy \([^)]*, 256\)", err)}
+    assert "memcpy" not in asm and "memset" not in asm
     lines = src.splitlines()
     # the lane-blocked reduction passes and the element loops (the lane tails never run: 256 % 64 == 0); the
     # exp pass runs in blocks of 64 with the next tile's prefetch, and inside a block the exp's argument loop and
@@ -246,10 +275,45 @@ def test_fused_inner_loops_vectorize(tmp_path):
                  or re.search(r"for \(int l\d+ = 0; l\d+ < 64; \+\+l\d+\) \{ const int64_t", ln)]
     assert len(row_loops) >= 5 and "pypto_rt::prefetch_at<256>" in src and "pypto_rt::exp16(" in src
     missed = [ln for ln in row_loops if not any(ln <= v <= ln + 2 for v in vec)]
-    assert not missed, (missed, r.stderr[-2000:])
-    lib = compile_source(src, None, "k")[0]
-    launch(lib, [x, out], num_threads=2)
-    torch.testing.assert_close(out, torch.softmax(x, -1), rtol=1e-5, atol=1e-6)
+    assert not missed, (isa, missed, err[-2000:])
+
+
+@pytest.mark.parametrize("isa", _isas())
+def test_each_isa_uses_its_vector_width(tmp_path, isa):
+    """The code each ISA gets: AVX-512 (native on a machine that has it) uses zmm registers and vscalefps in the
+    exp block; avx2 uses ymm, never zmm; sse4 only xmm. So the avx2 path is really what an AVX2-only machine runs."""
+    import re
+
+    _, asm = _compile_for(isa, _softmax_source(), tmp_path)
+    zmm, ymm = bool(re.search(r"%zmm\d", asm)), bool(re.search(r"%ymm\d", asm))
+    avx512 = isa == "native" and "avx512f" in _cpu_flags() and "PYPTO_MARCH" not in os.environ
+    if avx512:
+        assert zmm and "vscalefps" in asm
+    elif isa == "sse4":
+        assert not zmm and not ymm and "%xmm" in asm
+    else:
+        assert not zmm and "vscalefps" not in asm
+        assert ymm or "avx" not in _cpu_flags()
+
+
+@pytest.mark.parametrize("isa", _isas())
+def test_softmax_same_bits_on_every_isa(isa, monkeypatch):
+    """The fused softmax built for each ISA runs and matches torch; with FMA (native, avx2) it gives the native
+    build's bits (exp_ is the same operations on every width, the reduction's lane order is fixed). sse4 has no
+    FMA: exp_'s multiply-adds round twice there (PYPTO_RT_MADD), so only the tolerance holds."""
+    from pypto.compiler import toolchain as T
+
+    src = _softmax_source()
+    x = torch.randn(64, 256, generator=torch.Generator().manual_seed(5))
+    outs = {}
+    for which in ("native", isa):
+        monkeypatch.setattr(T, "FLAGS", T.flags_for(which))
+        out = torch.zeros(64, 256)
+        launch(compile_source(src, None, "k")[0], [x, out], num_threads=2)
+        outs[which] = out
+    if isa != "sse4":
+        assert torch.equal(_bits(outs[isa]), _bits(outs["native"]))
+    torch.testing.assert_close(outs[isa], torch.softmax(x, -1), rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("seed", range(3))

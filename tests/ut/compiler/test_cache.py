@@ -99,6 +99,28 @@ def test_cache_key_depends_on_source_only_through_content():
     assert cache_key("a") != cache_key("b")
 
 
+def test_kernel_isa_is_part_of_the_cache_key(monkeypatch):
+    """PYPTO_KERNEL_ISA's flags are in the key: the avx2 and sse4 builds of one source never share an entry with
+    the native one (or each other)."""
+    from pypto.compiler import toolchain as T
+
+    keys = set()
+    for isa in T.KERNEL_ISAS:
+        monkeypatch.setattr(T, "FLAGS", T.flags_for(isa))
+        keys.add(cache_key("same source"))
+    assert len(keys) == len(T.KERNEL_ISAS)
+    assert "-mno-avx512f" in T.flags_for("avx2") and "-mno-avx" in T.flags_for("sse4")
+
+
+def test_unknown_kernel_isa_is_an_error_naming_the_kernel_and_the_choices(cache, monkeypatch):
+    monkeypatch.setenv("PYPTO_KERNEL_ISA", "avx9000")
+    with pytest.raises(CompileError) as ei:
+        compile_source("int x;\n", kernel_name="k_isa")
+    msg = str(ei.value)
+    assert "k_isa" in msg and "'avx9000'" in msg and "native, avx2, sse4" in msg
+    assert not cache.exists() or not any(cache.rglob("*.so"))     # nothing was built
+
+
 def test_include_dir_has_headers():
     d = include_dir()
     assert (d / "pypto" / "kernel_abi.h").is_file() and (d / "pypto" / "kernel_rt.h").is_file()

@@ -1,0 +1,159 @@
+// Error of kernel_vmath.h's float functions against fp64 libm, over every float of each function's useful range.
+//
+//   g++ -O3 -march=native -ffp-contract=off -fno-math-errno -fno-trapping-math -I include \
+//       benchmarks/vmath_ulp.cpp -o /tmp/vmath_ulp && /tmp/vmath_ulp [STEP] [NAME...]
+//   (add -mno-avx512f for the AVX2 build, -mno-fma for the machines without FMA)
+//
+// STEP (default 1: every float) takes every STEP-th float of each range. The reference is the fp64 function of
+// glibc's libm (< 1 ulp of fp64, i.e. ~2^-29 float ulp: a correctly rounded float reference for this purpose).
+// The error of a result y against the exact e is |y - e| / ulp(e), ulp(e) the spacing of floats at |e| (the
+// subnormal spacing 2^-149 below 2^-126). Results that must be NaN, +-inf or +-0 are checked exactly, the sign of
+// zero included, and counted as "bad" when they differ. The loop over our function is a plain loop g++ vectorizes
+// with the target's width, as in generated code.
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pypto/kernel_abi.h"
+#include "pypto/kernel_rt.h"
+
+namespace {
+
+typedef float (*FloatFn)(float);
+typedef double (*RefFn)(double);
+
+struct Case {
+  const char* name;
+  FloatFn fn;
+  RefFn ref;
+  float lo, hi;  // the range measured: every float in [lo, hi]
+};
+
+float f_log(float x) { return pypto_rt::log_(x); }
+float f_log2(float x) { return pypto_rt::log2_(x); }
+float f_log10(float x) { return pypto_rt::log10_(x); }
+float f_log1p(float x) { return pypto_rt::log1p_(x); }
+float f_exp(float x) { return pypto_rt::exp_(x); }
+float f_exp2(float x) { return pypto_rt::exp2_(x); }
+float f_expm1(float x) { return pypto_rt::expm1_(x); }
+float f_tanh(float x) { return pypto_rt::tanh_(x); }
+float f_erf(float x) { return pypto_rt::erf_(x); }
+float f_sinh(float x) { return pypto_rt::sinh_(x); }
+float f_cosh(float x) { return pypto_rt::cosh_(x); }
+float f_asinh(float x) { return pypto_rt::asinh_(x); }
+float f_acosh(float x) { return pypto_rt::acosh_(x); }
+float f_atanh(float x) { return pypto_rt::atanh_(x); }
+float f_sigmoid(float x) { return pypto_rt::sigmoid<float>(x); }
+double r_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
+
+const Case CASES[] = {
+    {"log", f_log, log, 0x1p-149f, 0x1.fffffep127f},
+    {"log2", f_log2, log2, 0x1p-149f, 0x1.fffffep127f},
+    {"log10", f_log10, log10, 0x1p-149f, 0x1.fffffep127f},
+    {"log1p", f_log1p, log1p, -0x1.fffffep-1f, 0x1.fffffep127f},
+    {"exp", f_exp, exp, -104.0f, 88.72f},
+    {"exp2", f_exp2, exp2, -151.0f, 127.99f},
+    {"expm1", f_expm1, expm1, -30.0f, 88.72f},
+    {"tanh", f_tanh, tanh, -10.0f, 10.0f},
+    {"erf", f_erf, erf, -4.5f, 4.5f},
+    {"sinh", f_sinh, sinh, -89.4f, 89.4f},
+    {"cosh", f_cosh, cosh, -89.4f, 89.4f},
+    {"asinh", f_asinh, asinh, -0x1.fffffep127f, 0x1.fffffep127f},
+    {"acosh", f_acosh, acosh, 1.0f, 0x1.fffffep127f},
+    {"atanh", f_atanh, atanh, -0x1.fffffep-1f, 0x1.fffffep-1f},
+    {"sigmoid", f_sigmoid, r_sigmoid, -88.7f, 104.0f},  // below -88.72 exp_(-x) is inf: 0, as torch
+};
+
+uint32_t bits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return u;
+}
+float from_bits(uint32_t u) {
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+double ulp_of(double e) {
+  const double a = fabs(e);
+  if (a < 0x1p-126) return 0x1p-149;
+  int ex;
+  frexp(a, &ex);  // a = m 2^ex, m in [0.5, 1)
+  return ldexp(1.0, ex - 24);
+}
+
+struct Stats {
+  double max_ulp = 0;
+  float worst = 0;
+  uint64_t n = 0, bad = 0;
+  float bad_x = 0;
+};
+
+void check(const Case& c, const float* x, const float* y, int n, Stats& s) {
+  for (int i = 0; i < n; ++i) {
+    const double e = c.ref((double)x[i]);
+    const float ef = (float)e;
+    ++s.n;
+    if (isnan(e) || isinf(ef) || ef == 0.0f) {
+      const bool same = isnan(e) ? isnan(y[i]) : bits(y[i]) == bits(ef);
+      // an exact zero or infinity must match, sign included; a result that rounds to zero may be the
+      // subnormal next to it (within the ulp measure below)
+      if (!same && !(ef == 0.0f && e != 0.0 && fabs((double)y[i] - e) <= 0x1p-149)) {
+        if (!s.bad) s.bad_x = x[i];
+        ++s.bad;
+      }
+      continue;
+    }
+    const double err = fabs((double)y[i] - e) / ulp_of(e);
+    if (!(err <= s.max_ulp)) {
+      s.max_ulp = err;
+      s.worst = x[i];
+    }
+  }
+}
+
+// every step-th float of [lo, hi], negative part first (bits from -0 up to bits(lo)), then [0, hi]
+void run(const Case& c, uint32_t step) {
+  enum { N = 4096 };
+  static float xs[N], ys[N];
+  Stats s;
+  int n = 0;
+  auto flush = [&]() {
+#pragma GCC ivdep
+    for (int i = 0; i < n; ++i) ys[i] = c.fn(xs[i]);
+    check(c, xs, ys, n, s);
+    n = 0;
+  };
+  auto range = [&](uint64_t a, uint64_t b) {
+    for (uint64_t u = a; u <= b; u += step) {
+      xs[n++] = from_bits((uint32_t)u);
+      if (n == N) flush();
+    }
+  };
+  if (c.lo < 0) range(0x80000000u, bits(c.lo));
+  if (c.hi >= 0) range(c.lo > 0 ? bits(c.lo) : 0u, bits(c.hi));
+  // specials: zeros, infinities, NaNs, the largest and smallest floats
+  const uint32_t sp[] = {0x0u, 0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u, 0xffc00000u, 0x7fa5a5a5u,
+                         0x7f7fffffu, 0xff7fffffu, 0x1u, 0x80000001u, 0x00800000u, 0x80800000u};
+  for (uint32_t b : sp) {
+    xs[n++] = from_bits(b);
+  }
+  flush();
+  printf("%-8s [%g, %g] step %u: %llu floats, max %.3f ulp (at %a), %llu bad specials%s%a\n", c.name, c.lo, c.hi,
+         step, (unsigned long long)s.n, s.max_ulp, s.worst, (unsigned long long)s.bad, s.bad ? " first at " : "",
+         s.bad ? s.bad_x : 0.0f);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const uint32_t step = argc > 1 ? (uint32_t)strtoul(argv[1], 0, 10) : 1u;
+  for (const Case& c : CASES) {
+    bool want = argc <= 2;
+    for (int i = 2; i < argc; ++i) want |= strcmp(argv[i], c.name) == 0;
+    if (want) run(c, step ? step : 1u);
+  }
+  return 0;
+}

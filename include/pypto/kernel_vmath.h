@@ -1,0 +1,236 @@
+/* pypto kernel vector math: float transcendentals without libm calls, included by kernel_rt.h after exp_.
+ *
+ * Why not libm, libmvec or SLEEF. glibc's float functions are scalar calls, so a loop over them never vectorizes
+ * (the issue-22 tanh-GELU ran 5x slower than torch). libmvec's vector variants (`#pragma omp declare simd`) and
+ * SLEEF's give different bits than the scalar function of the same library for the same input, so an element's
+ * value would depend on whether it falls in a loop's vector body or its scalar tail — which tiling, width, thread
+ * count and fusion decide — and fused and unfused builds would no longer agree bit for bit (the rule of
+ * codegen/fuse.py). SLEEF's inline headers are also per ISA and several hundred KB, which every kernel compile
+ * would parse. So each function here is plain branch-free C++ on one float: bit operations, selects and
+ * PYPTO_RT_MADD, which g++ vectorizes at the target's width (SSE4, AVX2, AVX-512) and which gives the same bits in
+ * a vector lane and in the scalar tail, on every width (with FMA on both, or on neither).
+ *
+ * Coefficients: near-minimax fits by benchmarks/vmath_fit.py (mpmath reference). Error bounds: measured over every
+ * float of each function's useful range against the fp64 libm result by benchmarks/vmath_ulp.cpp (the table is
+ * in docs/language.md, "Vector math"); tests/ut/language/test_vmath.py checks a dense sample, the specials (±0,
+ * ±inf, NaN, subnormals, domain edges) and that a vector lane equals the scalar tail. fp64 keeps libm.
+ */
+#ifndef PYPTO_KERNEL_VMATH_H_
+#define PYPTO_KERNEL_VMATH_H_
+
+namespace pypto_rt {
+
+static inline float vm_copysign(float mag, float sgn) {
+  return bits_f32((f32_bits(mag) & 0x7fffffffu) | (f32_bits(sgn) & 0x80000000u));
+}
+static inline float vm_nan() { return bits_f32(0x7fc00000u); }
+static inline float vm_inf() { return bits_f32(0x7f800000u); }
+
+/* ---- logarithms ---------------------------------------------------------------------------------------------
+ * Reduction (no table, no branch): a positive finite x (subnormals first scaled by 2^23) is 2^k z with z in
+ * [sqrt(1/2), sqrt(2)): subtracting bits(sqrt(1/2)) makes the exponent field k and leaves z's bits in the rest.
+ * f = z - 1 is exact (Sterbenz). log(1+f) = f - f^2/2 + f^3 P(f), P of degree 7. The callers choose the specials
+ * (0, negative, inf, NaN) with selects after computing the garbage the reduction gives for them. */
+struct vm_logred {
+  float f, kf, y; /* x = 2^kf (1 + f); log(1 + f) = f + y */
+};
+static inline vm_logred vm_log_reduce(float x) {
+  const bool sub = x < 0x1p-126f;
+  const float xs = sub ? x * 0x1p23f : x;
+  const uint32_t ix = f32_bits(xs);
+  const uint32_t t = ix - 0x3f3504f3u;
+  const int32_t k = ((int32_t)t >> 23) - (sub ? 23 : 0);
+  const float z = bits_f32(ix - (t & 0xff800000u));
+  const float f = z - 1.0f;
+  float p = -0x1.38b580p-4f;
+  p = PYPTO_RT_MADD(p, f, 0x1.055b6ap-3f);
+  p = PYPTO_RT_MADD(p, f, -0x1.0d8542p-3f);
+  p = PYPTO_RT_MADD(p, f, 0x1.22da1cp-3f);
+  p = PYPTO_RT_MADD(p, f, -0x1.547244p-3f);
+  p = PYPTO_RT_MADD(p, f, 0x1.99a008p-3f);
+  p = PYPTO_RT_MADD(p, f, -0x1.000226p-2f);
+  p = PYPTO_RT_MADD(p, f, 0x1.555554p-2f);
+  const float f2 = f * f;
+  vm_logred r;
+  r.f = f;
+  r.kf = (float)k;
+  r.y = PYPTO_RT_MADD(-0.5f, f2, f2 * f * p);
+  return r;
+}
+/* the result for x = 0 (-inf), x < 0 and NaN (NaN: x itself when x is NaN) and +inf; `r` otherwise */
+static inline float vm_log_specials(float x, float r) {
+  r = x == 0.0f ? -vm_inf() : r;
+  r = x == vm_inf() ? x : r;
+  return x < 0.0f ? vm_nan() : (x != x ? x : r);
+}
+#define PYPTO_RT_LN2_HI 0.693359375f /* 9 bits: k * LN2_HI is exact */
+#define PYPTO_RT_LN2_LO -2.12194440e-4f
+static inline float log_(float x) {
+  const vm_logred l = vm_log_reduce(x);
+  const float r = PYPTO_RT_MADD(l.kf, PYPTO_RT_LN2_HI, l.f + PYPTO_RT_MADD(l.kf, PYPTO_RT_LN2_LO, l.y));
+  return vm_log_specials(x, r);
+}
+static inline float log2_(float x) {
+  const vm_logred l = vm_log_reduce(x);
+  /* log2(1+f) = (f + y) log2(e), log2(e) = HI + LO; k added last (exact when it dominates) */
+  const float t = PYPTO_RT_MADD(l.y, 0x1.715476p+0f, l.f * 0x1.4ae0c0p-26f);
+  return vm_log_specials(x, l.kf + PYPTO_RT_MADD(l.f, 0x1.715476p+0f, t));
+}
+static inline float log10_(float x) {
+  const vm_logred l = vm_log_reduce(x);
+  /* k log10(2) + (f + y) log10(e); log10(2) = 0x1.344p-2 (exact times k) + lo, log10(e) = HI + LO */
+  const float t = PYPTO_RT_MADD(l.y, 0x1.bcb7b2p-2f, PYPTO_RT_MADD(l.f, -0x1.5b235ep-27f, l.kf * 0x1.3509f8p-18f));
+  return vm_log_specials(x, PYPTO_RT_MADD(l.kf, 0x1.344p-2f, PYPTO_RT_MADD(l.f, 0x1.bcb7b2p-2f, t)));
+}
+/* log1p(x) = log(u) + (x - (u - 1)) / u for u = 1 + x rounded: the quotient is the rounding error of u, to first
+ * order. |x| < 2^-24 gives x itself (x^2/2 is below half an ulp of x), which keeps -0.0 and subnormals. */
+static inline float log1p_(float x) {
+  const float u = 1.0f + x;
+  const vm_logred l = vm_log_reduce(u);
+  const float c = (x - (u - 1.0f)) / u;
+  float r = PYPTO_RT_MADD(l.kf, PYPTO_RT_LN2_HI, l.f + (PYPTO_RT_MADD(l.kf, PYPTO_RT_LN2_LO, l.y) + c));
+  r = __builtin_fabsf(x) < 0x1p-24f ? x : r;
+  r = x == -1.0f ? -vm_inf() : r;
+  r = x == vm_inf() ? x : r;
+  return x < -1.0f ? vm_nan() : (x != x ? x : r);
+}
+
+/* ---- exponentials -----------------------------------------------------------------------------------------
+ * exp_ is in kernel_rt.h. exp2: n = rint(x), r = x - n exact, 2^r = 1 + r P(r) (degree 5), scaled by 2^n in two
+ * halves as exp_ does (one rounding for subnormal results). The clamp on the bits, as exp_'s: below -151 the result
+ * is +0, above 129 it is +inf. */
+static inline float exp2_(float x) {
+  uint32_t ub = f32_bits(x);
+  ub = ub < 0xC3170000u ? ub : 0xC3170000u; /* bits(-151.0f) */
+  int32_t ib = (int32_t)ub;
+  ib = ib < (int32_t)0x43010000 ? ib : (int32_t)0x43010000; /* bits(129.0f) */
+  const float xs = bits_f32((uint32_t)ib);
+  const float n = __builtin_rintf(xs);
+  const float r = xs - n;
+  float p = 0x1.41fbbcp-13f;
+  p = PYPTO_RT_MADD(p, r, 0x1.5f3e52p-10f);
+  p = PYPTO_RT_MADD(p, r, 0x1.3b2d4cp-7f);
+  p = PYPTO_RT_MADD(p, r, 0x1.c6aee8p-5f);
+  p = PYPTO_RT_MADD(p, r, 0x1.ebfbdcp-3f);
+  p = PYPTO_RT_MADD(p, r, 0x1.62e430p-1f);
+  p = PYPTO_RT_MADD(p, r, 1.0f);
+  const int32_t ni = (int32_t)n;
+  const int32_t n1 = ni >> 1, n2 = ni - (ni >> 1);
+  const float y = (p * bits_f32((uint32_t)(n1 + 127) << 23)) * bits_f32((uint32_t)(n2 + 127) << 23);
+  return x != x ? x : y;
+}
+/* expm1: x = n ln2 + r (exp_'s reduction), expm1(r) = r + r^2/2 + r^3 P(r) (degree 4), then
+ * expm1(x) = 2^n expm1(r) + (2^n - 1), exact subtraction for n <= 24; for n > 100 (2^n may overflow alone)
+ * (1 + expm1(r)) 2^n in two halves. Clamped to [-30, 89] (below: -1; above: +inf). |x| < 2^-25 gives x. */
+static inline float expm1_(float x) {
+  float xs = x < -30.0f ? -30.0f : x;
+  xs = xs > 89.0f ? 89.0f : xs;
+  const float n = __builtin_rintf(xs * 1.44269504088896341f);
+  const float r = PYPTO_RT_MADD(n, 2.12194440e-4f, PYPTO_RT_MADD(n, -0.693359375f, xs));
+  float p = 0x1.9fbdfcp-13f;
+  p = PYPTO_RT_MADD(p, r, 0x1.6d406cp-10f);
+  p = PYPTO_RT_MADD(p, r, 0x1.1111cap-7f);
+  p = PYPTO_RT_MADD(p, r, 0x1.5554f2p-5f);
+  p = PYPTO_RT_MADD(p, r, 0x1.555554p-3f);
+  const float r2 = r * r;
+  const float q = r + PYPTO_RT_MADD(r2 * r, p, 0.5f * r2);
+  const int32_t ni = (int32_t)n;
+  const float s = bits_f32((uint32_t)((ni < 127 ? ni : 127) + 127) << 23);
+  const float y_reg = PYPTO_RT_MADD(s, q, s - 1.0f);
+  const int32_t n1 = ni >> 1, n2 = ni - (ni >> 1);
+  const float y_big = ((q + 1.0f) * bits_f32((uint32_t)(n1 + 127) << 23)) * bits_f32((uint32_t)(n2 + 127) << 23);
+  float y = ni > 100 ? y_big : y_reg;
+  y = __builtin_fabsf(x) < 0x1p-25f ? x : y;
+  return x != x ? x : y;
+}
+
+/* ---- tanh, erf --------------------------------------------------------------------------------------------
+ * tanh: |x| < 0.625: x + x^3 P(x^2) (degree 4); else sign(x) (1 - 2 / (exp_(2|x|) + 1)) (exp_ saturates: +-1 from
+ * |x| > 9); |x| < 2^-12: x. NaN falls to the second form, which gives NaN. */
+static inline float tanh_(float x) {
+  const float ax = __builtin_fabsf(x);
+  const float x2 = x * x;
+  float p = -0x1.75e1cep-8f;
+  p = PYPTO_RT_MADD(p, x2, 0x1.52269cp-6f);
+  p = PYPTO_RT_MADD(p, x2, -0x1.b83c5ap-5f);
+  p = PYPTO_RT_MADD(p, x2, 0x1.110726p-3f);
+  p = PYPTO_RT_MADD(p, x2, -0x1.555532p-2f);
+  const float ys = PYPTO_RT_MADD(x * x2, p, x);
+  const float yl = vm_copysign(1.0f - 2.0f / (exp_(ax + ax) + 1.0f), x);
+  const float y = ax < 0.625f ? ys : yl;
+  return ax < 0x1p-12f ? x : y; /* x^3/3 is below half an ulp of x; keeps -0.0 (x + x^3 P gives +0) */
+}
+/* erf: |x| < 0.875: x P(x^2) (degree 5); up to 3.92: sign(x) (1 - exp_(Q(|x| - 2.25))), Q (degree 6) fitted to
+ * log(erfc); from 3.92 erf rounds to +-1 (erfc(3.92) < half an ulp of 1), which the clamp gives. */
+static inline float erf_(float x) {
+  const float ax = __builtin_fabsf(x);
+  const float x2 = x * x;
+  float p = -0x1.471cf2p-11f;
+  p = PYPTO_RT_MADD(p, x2, 0x1.4a4912p-8f);
+  p = PYPTO_RT_MADD(p, x2, -0x1.b70bdep-6f);
+  p = PYPTO_RT_MADD(p, x2, 0x1.ce2326p-4f);
+  p = PYPTO_RT_MADD(p, x2, -0x1.81271cp-2f);
+  /* x (2/sqrt(pi) + x^2 P): 2/sqrt(pi) = HI + LO, LO added to the small term (HI alone is off by 0.3 ulp) */
+  const float ys = PYPTO_RT_MADD(x, 0x1.20dd76p+0f, x * PYPTO_RT_MADD(x2, p, -0x1.f7ac92p-25f));
+  const float t = (ax < 3.92f ? ax : 3.92f) - 2.25f;
+  float q = 0x1.a5850ep-13f;
+  q = PYPTO_RT_MADD(q, t, -0x1.8d3ed8p-12f);
+  q = PYPTO_RT_MADD(q, t, 0x1.7b76dap-9f);
+  q = PYPTO_RT_MADD(q, t, -0x1.b3ecdcp-7f);
+  q = PYPTO_RT_MADD(q, t, -0x1.deaa9ep-1f);
+  q = PYPTO_RT_MADD(q, t, -0x1.3881d4p+2f);
+  q = PYPTO_RT_MADD(q, t, -0x1.a1c1eap+2f);
+  const float yl = vm_copysign(1.0f - exp_(q), x);
+  const float y = ax < 0.875f ? ys : yl;
+  return (x != x) | (x == 0.0f) ? x : y; /* NaN; -0.0 (x HI + x LO gives +0) */
+}
+
+/* ---- hyperbolic functions and their inverses, from the pieces above ---------------------------------------
+ * sinh: u = expm1(|x|), sinh = (u + u / (u + 1)) / 2 (no cancellation, x itself for tiny x); from |x| > 80, where
+ * u + 1 would overflow first, t = exp_(|x| / 2) and (t / 2) t. cosh: (e + 1 / e) / 2 with e = exp_(|x|), the same
+ * large form. Both branch-free, the sign copied from x (sinh); the clamps are undone for NaN by a last select. */
+static inline float sinh_(float x) {
+  const float ax = __builtin_fabsf(x);
+  const float u = expm1_(ax < 80.0f ? ax : 80.0f);
+  const float ys = 0.5f * (u + u / (u + 1.0f));
+  const float t = exp_(0.5f * ax);
+  const float yb = (0.5f * t) * t;
+  return x != x ? x : vm_copysign(ax > 80.0f ? yb : ys, x);
+}
+static inline float cosh_(float x) {
+  const float ax = __builtin_fabsf(x);
+  const float e = exp_(ax < 80.0f ? ax : 80.0f);
+  const float ys = 0.5f * e + 0.5f / e;
+  const float t = exp_(0.5f * ax);
+  const float yb = (0.5f * t) * t;
+  return x != x ? x : (ax > 80.0f ? yb : ys);
+}
+/* asinh = sign(x) log1p(|x| + x^2 / (1 + sqrt(1 + x^2))); from |x| > 2^12 (x^2 + 1 rounds to x^2, and x^2 may
+ * overflow) log(|x|) + ln2. */
+static inline float asinh_(float x) {
+  const float ax = __builtin_fabsf(x);
+  const float a = ax < 0x1p12f ? ax : 0x1p12f;
+  const float a2 = a * a;
+  const float ys = log1p_(a + a2 / (1.0f + sqrt_(1.0f + a2)));
+  const float yb = log_(ax) + 0x1.62e430p-1f;
+  return x != x ? x : vm_copysign(ax > 0x1p12f ? yb : ys, x);
+}
+/* acosh = log1p(t + sqrt(2t + t^2)) with t = x - 1; from x > 2^12 log(x) + ln2; x < 1 gives NaN */
+static inline float acosh_(float x) {
+  const float xm = x < 0x1p12f ? x : 0x1p12f;
+  const float t = xm - 1.0f;
+  const float ys = log1p_(t + sqrt_(t + t + t * t));
+  const float yb = log_(x) + 0x1.62e430p-1f;
+  const float y = x > 0x1p12f ? yb : ys;
+  return x < 1.0f ? vm_nan() : (x != x ? x : y);
+}
+/* atanh = sign(x) log1p(2|x| / (1 - |x|)) / 2: +-inf at +-1, NaN beyond */
+static inline float atanh_(float x) {
+  const float ax = __builtin_fabsf(x);
+  const float y = 0.5f * log1p_((ax + ax) / (1.0f - ax));
+  return ax > 1.0f ? vm_nan() : vm_copysign(y, x);
+}
+
+}  // namespace pypto_rt
+
+#endif /* PYPTO_KERNEL_VMATH_H_ */

@@ -1,0 +1,151 @@
+"""The float functions of include/pypto/kernel_vmath.h (log log2 log10 log1p exp2 expm1 tanh erf sinh cosh asinh
+acosh atanh) through real
+kernels: within their documented error bound of the fp64 result on a dense sample of each range (every float:
+benchmarks/vmath_ulp.cpp, docs/language.md), exact on the specials (signed zeros, infinities, NaNs, domain edges),
+the same bits in a vector lane and in a loop's scalar tail, fp16/bf16 within one ulp of torch (that their loops
+vectorize: tests/ut/codegen/test_vector_loops.py)."""
+import numpy as np
+import pytest
+import torch
+
+import pypto
+
+F1 = pypto.Tensor([pypto.DYNAMIC], pypto.DT_FP32)
+F2 = pypto.Tensor([pypto.DYNAMIC, pypto.DYNAMIC], pypto.DT_FP32)
+
+# name -> (range measured, bound in ulp: the exhaustive maximum of docs/language.md rounded up, covering the FMA
+# and the no-FMA builds)
+FUNCS = {
+    "log": ((2.0 ** -149, 3.4e38), 1.0),
+    "log2": ((2.0 ** -149, 3.4e38), 1.7),
+    "log10": ((2.0 ** -149, 3.4e38), 1.7),
+    "log1p": ((-0.99999994, 3.4e38), 1.0),
+    "exp2": ((-151.0, 127.99), 1.2),
+    "expm1": ((-30.0, 88.72), 1.4),
+    "tanh": ((-10.0, 10.0), 1.3),
+    "erf": ((-4.5, 4.5), 2.4),
+    "sinh": ((-89.4, 89.4), 2.5),
+    "cosh": ((-89.4, 89.4), 2.5),
+    "asinh": ((-3.4e38, 3.4e38), 1.6),
+    "acosh": ((1.0, 3.4e38), 1.7),
+    "atanh": ((-0.99999994, 0.99999994), 1.9),
+}
+
+
+@pypto.frontend.jit
+def unary(x: F1, out: F1, fn="tanh"):
+    out[:] = getattr(pypto, fn)(x)
+
+
+@pypto.frontend.jit
+def unary_rows(x: F2, out: F2, fn="tanh"):
+    out[:] = getattr(pypto, fn)(x)
+
+
+def _f32(bits):
+    return torch.from_numpy(np.asarray(bits, dtype=np.uint32).view(np.float32).copy())
+
+
+def _bits_of(v: float) -> int:
+    return int(np.float32(v).view(np.uint32))
+
+
+def _sample(lo: float, hi: float, step: int) -> torch.Tensor:
+    """every step-th float of [lo, hi] (the negative part walks the bits from -0 up to bits(lo))"""
+    parts = []
+    if lo < 0:
+        parts.append(np.arange(0x80000000, _bits_of(lo) + 1, step, dtype=np.uint64))
+    if hi >= 0:
+        parts.append(np.arange(_bits_of(lo) if lo > 0 else 0, _bits_of(hi) + 1, step, dtype=np.uint64))
+    return _f32(np.concatenate(parts).astype(np.uint32))
+
+
+def _ulp_error(got: torch.Tensor, exact: torch.Tensor) -> torch.Tensor:
+    ulp = torch.tensor(np.spacing(exact.float().abs().numpy().astype(np.float32)), dtype=torch.float64)
+    ulp = torch.clamp(ulp, min=2.0 ** -149)
+    return (got.double() - exact).abs() / ulp
+
+
+def _ref(fn, x):
+    return getattr(torch, fn)(x.double())
+
+
+@pytest.mark.parametrize("fn", list(FUNCS))
+def test_dense_sample_within_the_documented_bound(fn):
+    (lo, hi), bound = FUNCS[fn]
+    x = _sample(lo, hi, 4099)
+    out = torch.full_like(x, 7.0)
+    unary(x, out, fn=fn)
+    exact = _ref(fn, x)
+    fin = exact.float().isfinite() & (exact.float() != 0)
+    err = _ulp_error(out[fin], exact[fin])
+    assert err.max().item() <= bound, (fn, err.max().item(), x[fin][err.argmax()].item())
+    # where the float result is +-inf ours is the same; where it is 0, ours is 0 or the subnormal next to it
+    ef = exact.float()
+    assert torch.equal(out[ef.isinf()], ef[ef.isinf()])
+    assert (out[ef == 0].abs() <= 2.0 ** -149).all()
+
+
+SPECIAL_BITS = [0x00000000, 0x80000000, 0x7F800000, 0xFF800000, 0x00000001, 0x80000001, 0x00800000, 0x80800000,
+                0x7F7FFFFF, 0xFF7FFFFF, 0x3F800000, 0xBF800000, 0xBF800001, 0x7FC00000, 0xFFC00000, 0x7FA5A5A5]
+
+
+@pytest.mark.parametrize("fn", list(FUNCS))
+def test_specials_match_torch(fn):
+    """Signed zeros, infinities, subnormals, +-1 and just below -1 (log1p's domain edge), the largest floats and
+    NaNs: NaN where torch gives NaN, zeros and infinities of the fp64 result exactly (sign included), finite
+    values within the bound. (torch's log1p flushes a subnormal x to 0; log1p(x) = x is the correctly rounded
+    result, which is ours.)"""
+    x = _f32(SPECIAL_BITS)
+    out = torch.full_like(x, 7.0)
+    unary(x, out, fn=fn)
+    want = getattr(torch, fn)(x)
+    exact = _ref(fn, x)
+    assert torch.equal(torch.isnan(out), torch.isnan(want)), (fn, out, want)
+    ef = exact.float()
+    exact_vals = torch.isinf(ef) | (ef == 0)
+    assert torch.equal(out[exact_vals].view(torch.int32), ef[exact_vals].view(torch.int32)), (fn, out, ef)
+    fin = torch.isfinite(ef) & (ef != 0)
+    assert _ulp_error(out[fin], exact[fin]).max().item() <= FUNCS[fn][1]
+
+
+@pytest.mark.parametrize("fn", list(FUNCS))
+def test_vector_lanes_and_the_scalar_tail_agree_bit_for_bit(fn):
+    """A row of 67 copies of one value: g++ computes the first 64 in vector lanes and the last 3 in the loop's
+    scalar remainder (and the fused code in other splits still): every copy has the same bits."""
+    (lo, hi), _ = FUNCS[fn]
+    v = torch.cat([_sample(lo, hi, 1 << 22), _f32(SPECIAL_BITS)])
+    x = v[:, None].expand(-1, 67).contiguous()
+    out = torch.full_like(x, 7.0)
+    unary_rows(x, out, fn=fn)
+    b = out.view(torch.int32)
+    num = ~torch.isnan(v)
+    assert torch.equal(b[num], b[num, :1].expand(-1, 67)), fn
+    assert torch.isnan(out[~num]).all()
+
+
+@pytest.mark.parametrize("dt", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("fn", list(FUNCS))
+def test_half_types_within_one_ulp_of_torch(fn, dt):
+    """fp16/bf16 are computed in float and rounded once: within one ulp of the dtype of torch's result."""
+    pdt = pypto.DT_BF16 if dt == torch.bfloat16 else pypto.DT_FP16
+    H1 = pypto.Tensor([pypto.DYNAMIC], pdt)
+
+    @pypto.frontend.jit
+    def half_unary(x: H1, out: H1, fn="tanh"):
+        out[:] = getattr(pypto, fn)(x)
+
+    (lo, hi), _ = FUNCS[fn]
+    finfo = torch.finfo(dt)
+    xs = torch.linspace(max(lo, -60.0), min(hi, 60.0), 4001).to(dt)
+    if fn.startswith("log") and fn != "log1p":
+        xs = torch.cat([xs.abs() + finfo.tiny, torch.logspace(-6, 4, 500).to(dt)])
+    out = torch.zeros_like(xs)
+    half_unary(xs, out, fn=fn)
+    want = getattr(torch, fn)(xs.float()).to(dt)
+    fin = want.isfinite()
+    assert torch.equal(torch.isinf(out), torch.isinf(want)) and torch.equal(torch.isnan(out), torch.isnan(want))
+    spacing = torch.tensor(np.spacing(want[fin].float().abs().numpy()), dtype=torch.float64)
+    ulp = {torch.bfloat16: 2.0 ** -7, torch.float16: 2.0 ** -10}[dt]
+    tol = torch.maximum(want[fin].double().abs() * ulp, torch.full_like(spacing, finfo.smallest_normal * ulp))
+    assert ((out[fin].double() - want[fin].double()).abs() <= tol * 1.0001).all(), fn
