@@ -1,0 +1,218 @@
+"""A tool (not a test; pytest does not collect it): run the reference pypto's own test suite, unmodified, on the CPU.
+
+    python tests/st/run_reference_tests.py /tmp/ref/python/tests [-j 2] [-k FILTER] [-v] [--json OUT]
+
+Get the tests from the reference project (hicann/pypto) first, e.g.
+    git --git-dir=<mirror of hicann/pypto> archive HEAD python/tests | tar -x -C /tmp/ref
+
+Which cases. Every `test_*` function (top level, or a method of a `Test*` class) of a `test_*.py` file under st/ and
+ut/ whose file uses `pypto.frontend.jit` (`pypto.jit`), itself or through a module of the suite it imports. A case
+is one function with all its parametrizations: it passes when pytest reports them all passed (a skip is not a
+pass).
+
+How each runs. In its own child process with a timeout, as a user of the reference would run it, `python -m pytest
+FILE::CASE -p reference_shim --noconftest` from the suite's root. `reference_shim` (tests/st/reference_shim.py) maps
+only NPU placement to the CPU: a torch_npu stand-in for `set_device`/`synchronize`, `.npu()` and `device="npu:0"`
+placing tensors on the CPU, `RunMode.NPU` meaning SIM. The suite's conftest files are not loaded: they clean NPU
+devices up or patch the reference's internals (its interpreter's launcher), which do not exist here. A case that
+reaches another torch_npu feature (`npu_format_cast`, the profiler, streams, graphs) or needs HCCL is listed as
+needing that NPU-only feature, not run, with the feature named.
+
+Golden or behaviour. A case is a golden case when it compares results (a call whose name contains "allclose",
+"assert_close", "isclose", "equal", "compare" or "golden", in the case or in the suite's functions it calls) and
+raises no expected error; every other case (a `pytest.raises`, an option or restriction it checks) is a behaviour
+case. The summary reports passed / runnable for each kind.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+_HERE = Path(__file__).resolve().parent
+_COMPARE = ("allclose", "assert_close", "isclose", "equal", "compare", "golden")
+_NPU_ONLY_RE = re.compile(r"NPU-only torch_npu feature: ([\w.]+)")
+_DISTRIBUTED = ("hccl", "HCCL")
+
+
+def _uses_jit(text: str) -> bool:
+    return "frontend.jit" in text or "pypto.jit" in text
+
+
+def _local_imports(path: Path, tree: ast.Module, root: Path) -> list[Path]:
+    """The suite's own modules a file imports (relative imports and sibling modules)."""
+    found = []
+    for n in ast.walk(tree):
+        names = []
+        if isinstance(n, ast.ImportFrom):
+            base = path.parent
+            for _ in range(max(n.level - 1, 0)):
+                base = base.parent
+            mod = (n.module or "").split(".") if n.module else []
+            names = [(base, mod)] + [(base, mod + [a.name]) for a in n.names]
+        elif isinstance(n, ast.Import):
+            names = [(path.parent, a.name.split(".")) for a in n.names]
+        for base, parts in names:
+            if not parts:
+                continue
+            for b in [base] + [p for p in path.parents if root in p.parents or p == root]:
+                c = b.joinpath(*parts).with_suffix(".py")
+                if c.is_file():
+                    found.append(c)
+                    break
+    return found
+
+
+def _functions(tree: ast.Module) -> dict[str, ast.AST]:
+    out = {}
+    for n in ast.walk(tree):
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            out.setdefault(n.name, n)
+    return out
+
+
+def _called_names(fn: ast.AST) -> set[str]:
+    names = set()
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Call):
+            f = n.func
+            names.add(f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else "")
+        elif isinstance(n, ast.Name):
+            names.add(n.id)  # a helper passed along (parametrized kernels, callbacks)
+    return names
+
+
+def classify(case: ast.AST, funcs: dict[str, ast.AST]) -> str:
+    """'golden' or 'behaviour' (see the module docstring)."""
+    seen, todo, calls = set(), [case], set()
+    while todo:
+        fn = todo.pop()
+        if id(fn) in seen:
+            continue
+        seen.add(id(fn))
+        names = _called_names(fn)
+        calls |= names
+        todo += [funcs[c] for c in names if c in funcs]
+    if "raises" in calls:
+        return "behaviour"
+    low = {c.lower() for c in calls}
+    return "golden" if any(w in c for c in low for w in _COMPARE) else "behaviour"
+
+
+def list_cases(root: Path) -> list[dict]:
+    cases = []
+    for f in sorted(root.rglob("test_*.py")):
+        rel = f.relative_to(root)
+        if rel.parts[0] not in ("st", "ut"):
+            continue
+        text = f.read_text(encoding="utf-8")
+        tree = ast.parse(text)
+        local = _local_imports(f, tree, root)
+        texts = [text] + [p.read_text(encoding="utf-8") for p in local]
+        if not any(_uses_jit(t) for t in texts):
+            continue
+        funcs = {}
+        for p in reversed(local):
+            funcs.update(_functions(ast.parse(p.read_text(encoding="utf-8"))))
+        funcs.update(_functions(tree))
+        needs = "HCCL (distributed communication)" if any(w in t for t in texts for w in _DISTRIBUTED) else ""
+        tests = [(n.name, n) for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("test")]
+        for c in tree.body:
+            if isinstance(c, ast.ClassDef) and c.name.startswith("Test"):
+                tests += [(f"{c.name}::{n.name}", n) for n in c.body
+                          if isinstance(n, ast.FunctionDef) and n.name.startswith("test")]
+        last = dict(tests)  # a name defined twice: pytest runs the last definition
+        for name, node in last.items():
+            cases.append({"id": f"{rel}::{name}", "kind": classify(node, funcs), "needs": needs})
+    return cases
+
+
+def _outcome(out: str, rc: int) -> tuple[str, str]:
+    """(status, detail) from pytest's output: pass, fail, skip, npu_only, timeout."""
+    m = _NPU_ONLY_RE.search(out)
+    if m:
+        return "npu_only", m.group(1)
+    summary = [ln for ln in out.splitlines() if re.search(r"\b(passed|failed|error|skipped|no tests ran)\b", ln)]
+    last = summary[-1] if summary else ""
+    if rc == 0 and "passed" in last and "skipped" not in last:
+        return "pass", last.strip("= ")
+    if rc == 0 and "skipped" in last:
+        return "skip", last.strip("= ")
+    errs = [ln for ln in out.splitlines() if ln.startswith("E ") or re.match(r"^\w*(Error|Exception)\b", ln)]
+    return "fail", (errs[0][2:].strip() if errs and errs[0].startswith("E ") else errs[0] if errs else last)
+
+
+def run_case(root: Path, case: dict, timeout: float) -> dict:
+    if case["needs"]:
+        return dict(case, status="npu_only", detail=case["needs"], secs=0.0)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(_HERE), os.environ.get("PYTHONPATH", "")]).rstrip(
+        os.pathsep))
+    env.pop("ASCEND_HOME_PATH", None)
+    cmd = [sys.executable, "-m", "pytest", case["id"], "-q", "-p", "reference_shim", "--noconftest",
+           "-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:randomly", "--rootdir", str(root),
+           "-W", "ignore::DeprecationWarning", "--tb=short", "--no-header"]
+    t0 = time.time()
+    try:
+        r = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=timeout)
+        out, rc = r.stdout + r.stderr, r.returncode
+        status, detail = _outcome(out, rc)
+    except subprocess.TimeoutExpired:
+        status, detail = "timeout", f"no result after {timeout:.0f}s (killed)"
+    return dict(case, status=status, detail=detail, secs=time.time() - t0)
+
+
+def report(results: list[dict], verbose: bool) -> None:
+    for r in results:
+        if r["status"] == "npu_only":
+            continue
+        tag = {"pass": "PASS", "fail": "FAIL", "skip": "SKIP", "timeout": "TIME"}[r["status"]]
+        print(f"{tag}  [{r['kind']}]  {r['id']}  ({r['secs']:.1f}s)")
+        if r["status"] != "pass" and verbose:
+            print(f"      {r['detail'][:300]}")
+    features: dict[str, list[str]] = {}
+    for r in results:
+        if r["status"] == "npu_only":
+            features.setdefault(r["detail"], []).append(r["id"])
+    print("\nnot run, NPU-only features:")
+    for feat, ids in sorted(features.items()):
+        print(f"  {feat}: {len(ids)} case(s)" + ("".join(f"\n      {i}" for i in ids) if verbose else ""))
+    print()
+    for kind in ("golden", "behaviour"):
+        runnable = [r for r in results if r["kind"] == kind and r["status"] != "npu_only"]
+        passed = sum(r["status"] == "pass" for r in runnable)
+        print(f"{kind:9s} cases: {passed} of {len(runnable)} runnable pass")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("tests", type=Path, help="the reference project's python/tests folder")
+    ap.add_argument("-j", "--jobs", type=int, default=2)
+    ap.add_argument("-k", "--filter", default="", help="only cases whose id contains this")
+    ap.add_argument("-v", "--verbose", action="store_true", help="print why each case failed")
+    ap.add_argument("--timeout", type=float, default=300)
+    ap.add_argument("--list", action="store_true", help="list the cases and their kind, run nothing")
+    ap.add_argument("--json", type=Path, help="also write the results here")
+    args = ap.parse_args(argv)
+    root = args.tests.resolve()
+    cases = [c for c in list_cases(root) if args.filter in c["id"]]
+    if args.list:
+        for c in cases:
+            print(f"[{c['kind']}] {c['id']}" + (f"  (needs {c['needs']})" if c["needs"] else ""))
+        return 0
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        results = list(pool.map(lambda c: run_case(root, c, args.timeout), cases))
+    report(results, args.verbose)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1))
+    return 0 if all(r["status"] in ("pass", "npu_only") for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
