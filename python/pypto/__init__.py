@@ -22,7 +22,7 @@ del _os
 
 from . import errors
 from . import error  # the reference's module name for the same exception classes
-from .errors import (BackendUnavailableError, CompileError, FeError, KernelDefinitionError, KernelRuntimeError,
+from .errors import (BackendUnavailableError, CaptureError, CompileError, FeError, KernelDefinitionError, KernelRuntimeError,
                      KernelTraceError, OptionError, ParserError, PyptoError, PyptoGeneralError,
                      UnsupportedFeatureError)
 from .frontend import (DYN, DYNAMIC, STATIC, CompileStage, RunMode, Scalar, Tensor, TileOpFormat, dynamic,
@@ -41,6 +41,7 @@ from .vocab.dtypes import bytes_of
 from . import frontend
 from . import export  # pypto.export([kernels], dir, examples=...): AOT bundles for the C++ runtime
 from . import torch_op  # kernel.as_torch_op(): the kernel as a torch.library custom op (torch.compile, export)
+from . import capture  # with pypto.capture() as g: ... g.replay(): record the launches of a step, replay natively
 from .language import *  # noqa: F401,F403  the kernel language: ops, loop, tiling
 from .verify import set_verify_golden_data
 # the reference namespace's enums, typed scalars, symbolic scalars, sub-functions, hints and experimental ops

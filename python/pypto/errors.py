@@ -152,6 +152,13 @@ class DistributedError(PyptoRtError, RuntimeError):
     _reference_format = False
 
 
+class CaptureError(PyptoRtError, RuntimeError):
+    """`pypto.capture()` misuse: a replay whose captured tensors, guards or scalar slots no longer hold, a torch op
+    refused inside the captured region, a nested capture."""
+
+    _reference_format = False
+
+
 def not_supported(feature: str, hint: str = "") -> UnsupportedFeatureError:
     """The error for a reference feature that is missing here: names it and says 'not supported yet'."""
     return UnsupportedFeatureError(f"{feature} is not supported yet by this pypto" + (f"; {hint}" if hint else ""))

@@ -9,6 +9,7 @@
 #include "core/binder.h"
 #include "core/launch.h"
 #include "core/overlap.h"
+#include "python/capture_hook.h"
 #include "python/jit_cold.h"
 #include "python/jit_function.h"
 #include "python/jit_state.h"
@@ -198,6 +199,8 @@ PyObject* call_impl(JitFunctionObject* self, PyObject* const* args, size_t nargs
       if (const int why = torch_begin_write(obj)) [[unlikely]] return autograd_write_error(st, t, obj, why);
     }
   }
+  // inside `with pypto.capture()` (any thread): the capture launches and records (capture.cpp)
+  if (g_capture != nullptr) [[unlikely]] return capture_launch(self, spec, slots, targs, scalars, elements);
   KernelLaunch launch(st.num_threads, st.debug_mode);
   int rc;
   if (elements >= st.release_gil_elements) {

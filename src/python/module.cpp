@@ -8,11 +8,16 @@
 #include "core/dtype.h"
 #include "core/param_table_json.h"
 #include "pypto/kernel_abi.h"
+#include "python/capture.h"
 #include "python/jit_function.h"
 #include "python/profile.h"
 #include "python/tensor_reader.h"
 
 namespace nb = nanobind;
+
+namespace pypto::py {
+void register_capture(nb::module_& m);  // capture_replay.cpp
+}  // namespace pypto::py
 
 namespace {
 // The floor for benchmarks: a C function taking the same vectorcall arguments and doing nothing.
@@ -31,6 +36,7 @@ NB_MODULE(PYPTO_EXT_NAME, m) {
   PyObject* type = pypto::py::make_jit_function_type();
   if (type == nullptr) throw nb::python_error();
   m.attr("JitFunction") = nb::steal(type);
+  pypto::py::register_capture(m);
   m.attr("noop") = nb::steal(PyCFunction_NewEx(&noop_def, nullptr, nullptr));
   m.attr("KERNEL_ABI_VERSION") = PYPTO_KERNEL_ABI_VERSION;
   m.attr("MAX_RANK") = PYPTO_MAX_RANK;
