@@ -31,7 +31,7 @@ import types
 from pathlib import Path
 from typing import Any, Iterable
 
-from .. import _core
+from ..native import core as _core
 from .._version import __version__
 from ..codegen.names import file_component
 from ..compiler import toolchain

@@ -105,7 +105,7 @@ def verify(prepared, request, library: str, args_by_name: dict, options, num_thr
 
     from .interp import UnsupportedOp, interpret  # torch is optional for pypto: needed once verification runs
 
-    vo = options.verify if hasattr(options, "verify") else options.get("verify_options", {})
+    vo = options.verify
     rtol, atol = (float(x) for x in vo.get("pass_verify_error_tol", (1e-3, 1e-3)))
     filt = {str(x).upper() for x in (vo.get("pass_verify_pass_filter") or ())}
     want = (lambda s: not filt or "ALL" in filt or s in filt)
