@@ -19,7 +19,7 @@ from .errors import (BackendUnavailableError, CompileError, FeError, KernelDefin
 from .frontend import (DYN, DYNAMIC, STATIC, CompileStage, RunMode, Scalar, Tensor, TileOpFormat, dynamic,
                        options)
 from .frontend import jit
-from .vocab.options import CompStage
+from .vocab.modes import CompStage
 from .vocab.option_api import (get_codegen_options, get_debug_options, get_host_options, get_options,
                                get_pass_options, get_runtime_options, get_verify_options, reset_options,
                                set_codegen_options, set_debug_options, set_host_options, set_options,

@@ -105,7 +105,7 @@ def compile_times() -> dict:
     import subprocess
 
     from ..compiler import toolchain as T
-    from ..vocab.options import CompileStage
+    from ..vocab.modes import CompileStage
 
     out = {}
     old = os.environ.get("PYPTO_CACHE_DIR")

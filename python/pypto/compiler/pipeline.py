@@ -17,7 +17,7 @@ from typing import Callable
 from ..codegen import generate
 from ..errors import CompileError
 from ..ir import trace
-from ..vocab.options import CompileStage
+from ..vocab.modes import CompileStage
 from ..vocab.speckey import spec_key
 from . import cache
 from .buildlog import log_build

@@ -31,7 +31,6 @@ import types
 from pathlib import Path
 from typing import Any, Iterable
 
-from ..native import core as _core
 from .._version import __version__
 from ..codegen.names import file_component
 from ..compiler import toolchain
@@ -39,7 +38,7 @@ from ..frontend.jit import JITKernel
 from ..logger import progress
 from ..vocab.annotations import DYNAMIC, DynamicDim, Tensor
 from ..vocab.dtypes import to_torch
-from ..vocab.options import RunMode
+from ..vocab.modes import RunMode
 from ..vocab.speckey import UnrecordableValue, tensors_json
 from ..vocab.speckey import encode_value as _encode_value
 
