@@ -211,7 +211,7 @@ def _kernel_entry(front, native, examples, libdir: Path, used_libs: set) -> dict
     return {
         "name": name,
         "run_mode": RunMode(int(opts.runtime["run_mode"])).name,
-        "num_threads": int(opts.runtime["device_sched_parallelism"]),
+        "num_threads": int(opts.runtime["sim_threads"]),
         "debug_mode": int(opts.debug["runtime_debug_mode"]),
         "params": _params_json(front, table),
         "dim_names": table["dim_names"],

@@ -201,7 +201,7 @@ def _make(fn, groups: dict[str, Any]):
     native = _core.JitFunction(front, fn, json.dumps(front.param_table()), [g.native() for g in front.guards],
                                front._on_miss,
                                int(resolved.runtime["run_mode"]),
-                               int(resolved.runtime["device_sched_parallelism"]),
+                               int(resolved.runtime["sim_threads"]),
                                int(resolved.debug["runtime_debug_mode"]))
     front._native_ref = weakref.ref(native)
     if any(isinstance(g, dict) for g in groups.values()):
@@ -232,7 +232,7 @@ class _OptionWatch:
         resolved = _options.validate_options(self.front.name, self.names, **self.groups)
         native = self.front._native_ref()
         if native is not None:
-            native._set_runtime(int(resolved.runtime["run_mode"]), int(resolved.runtime["device_sched_parallelism"]),
+            native._set_runtime(int(resolved.runtime["run_mode"]), int(resolved.runtime["sim_threads"]),
                                 int(resolved.debug["runtime_debug_mode"]))
         self.front.options = resolved
         self.seen = now

@@ -28,7 +28,7 @@ class VerifiedKernel:
                 front.last_verify = None
                 front.last_verify = verify(info["result"].kernel_ir, info["request"], info["result"].library,
                                            bind_arguments(front, args, kwargs), front.options,
-                                           int(front.options.runtime["device_sched_parallelism"]),
+                                           int(front.options.runtime["sim_threads"]),
                                            int(front.options.debug["runtime_debug_mode"]))
         return native(*args, **kwargs)
 

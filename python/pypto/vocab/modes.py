@@ -9,6 +9,8 @@ import enum
 import math
 import os
 
+from ..errors import OptionError
+
 INT32_MAX = 2147483647
 
 
@@ -65,7 +67,22 @@ def detect_cann() -> str | None:
     return home if home and os.path.isdir(home) else None
 
 
+SIM_THREADS_ENV = "PYPTO_SIM_THREADS"
+
+
 def default_threads() -> int:
+    """The CPU simulator's default thread count (`runtime_options["sim_threads"]`): `$PYPTO_SIM_THREADS` when set,
+    else the cores this process may run on; 1..64."""
+    text = os.environ.get(SIM_THREADS_ENV, "").strip()
+    if text:
+        try:
+            n = int(text)
+        except ValueError:
+            n = 0
+        if not 1 <= n <= 64:
+            raise OptionError(f"environment variable {SIM_THREADS_ENV}={text!r}: expected an int in 1..64 (the CPU "
+                             f"simulator's threads), got {text!r}")
+        return n
     try:
         n = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
@@ -78,5 +95,5 @@ def default_run_mode() -> RunMode:
     return RunMode.NPU if os.environ.get("ASCEND_HOME_PATH") else RunMode.SIM
 
 
-__all__ = ["INT32_MAX", "CompStage", "CompileStage", "RunMode", "default_run_mode", "default_threads",
+__all__ = ["INT32_MAX", "SIM_THREADS_ENV", "CompStage", "CompileStage", "RunMode", "default_run_mode", "default_threads",
            "detect_cann", "parse_size"]

@@ -241,9 +241,12 @@ _RUNTIME = _schema(
     OptionSpec("max_workspace_kb", "int", 0, 0, INT32_MAX, doc="workspace cap when > 0"),
     OptionSpec("valid_shape_optimize", "int", 0, 0, 1, doc="static main body + dynamic tail"),
     OptionSpec("ready_on_host_tensors", "str_list", (), doc="parameter names whose data is ready on the host"),
-    OptionSpec("device_sched_parallelism", "int", default_threads, 1, 64,
-               doc="threads for kernels (tiles, matmul) and pypto.loop(parallel=True); default: the cores this "
-                   "process may run on; 1 runs serially"),
+    OptionSpec("device_sched_parallelism", "int", 1, 1, 8,
+               doc="the reference's parallel degree of pypto.loop(parallel=True) on the NPU; recorded on the CPU "
+                   "simulator, whose threads are sim_threads"),
+    OptionSpec("sim_threads", "int", default_threads, 1, 64,
+               doc="threads of the CPU simulator (tiles, matmul, pypto.loop(parallel=True)); default: "
+                   "$PYPTO_SIM_THREADS, else the cores this process may run on; 1 runs serially"),
     OptionSpec("launch_sched_aicpu_num", "int", 7, 1, 7, auto=7, doc="<= 0 or > 7: auto (7)"),
     OptionSpec("launch_early_mode", "int", 0, 0, 2, doc="recorded"),
 )
