@@ -5,7 +5,6 @@
 
 #include "core/binder.h"
 #include "core/messages.h"
-#include "core/overlap.h"
 #include "python/const_interner.h"
 #include "python/jit_cold.h"
 #include "python/tensor_reader.h"
@@ -318,27 +317,16 @@ const Specialization* miss(JitState& st, PyObject** slots, const DLTensor* dl, c
     raise_pypto("CompileError", m);
     return nullptr;
   }
-  auto spec = std::make_unique<Specialization>();
-  spec->key.assign(key, key + n);
-  spec->hash = hash;
-  spec->entry = module->entry();
-  spec->module = std::move(module);
-  spec->written_mask = written;
-  if (st.table.all_dims_keyed) spec->elements = count_elements(dl, st.table.n_tensors());
-  const OverlapPlan plan = plan_overlap_check(dl, st.table.n_tensors(), written, st.table.all_dims_keyed);
-  spec->overlap_window = plan.window;
-  spec->overlap_tensor = plan.tensor;
-  spec->library_path = path;
-  spec->compile_seconds = seconds;
   Py_INCREF(info);
-  spec->user = std::shared_ptr<void>(info, [](void* o) {
-    PyGILState_STATE g = PyGILState_Ensure();
-    Py_DECREF(static_cast<PyObject*>(o));
-    PyGILState_Release(g);
-  });
+  LoadedLibrary lib{std::move(module), path, written, seconds,
+                    std::shared_ptr<void>(info, [](void* o) {
+                      PyGILState_STATE g = PyGILState_Ensure();
+                      Py_DECREF(static_cast<PyObject*>(o));
+                      PyGILState_Release(g);
+                    })};
   Py_DECREF(res);
   st.counters.compile_seconds += seconds;
-  return st.specs.insert(std::move(spec));
+  return install_specialization(st.specs, st.table, key, n, hash, dl, std::move(lib));
 }
 
 }  // namespace pypto::py
