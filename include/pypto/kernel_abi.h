@@ -71,7 +71,7 @@ typedef union PyptoScalarArg {
 } PyptoScalarArg;
 
 typedef struct PyptoLaunchContext {
-  int32_t num_threads;    /* runtime_options.device_sched_parallelism (>= 1) */
+  int32_t num_threads;    /* runtime_options.sim_threads (>= 1) */
   int32_t debug_mode;     /* debug_options.runtime_debug_mode */
   char* error;            /* kernel writes a NUL-terminated message here when it returns non-zero */
   int64_t error_capacity; /* bytes available at `error` */

@@ -9,16 +9,7 @@ kernel, generates C++, compiles it (disk-cached) and the core loads it. Kernels 
 """
 from ._version import __version__
 
-import os as _os
-
-if _os.environ.get("PYPTO_PROFILE", "0") not in ("", "0"):
-    # The build with the hit path's per-stage counters compiled in (pypto.bench --breakdown); the default build
-    # has none, so they cost nothing when off.
-    import importlib as _importlib
-    import sys as _sys
-
-    _core = _sys.modules[__name__ + "._core"] = _importlib.import_module(__name__ + "._core_prof")
-del _os
+from .native import core as _core  # pypto._core, or the profiling build (PYPTO_PROFILE=1)
 
 from . import errors
 from . import error  # the reference's module name for the same exception classes
@@ -28,7 +19,7 @@ from .errors import (BackendUnavailableError, CaptureError, CompileError, FeErro
 from .frontend import (DYN, DYNAMIC, STATIC, CompileStage, RunMode, Scalar, Tensor, TileOpFormat, dynamic,
                        options)
 from .frontend import jit
-from .vocab.options import CompStage
+from .vocab.modes import CompStage
 from .vocab.option_api import (get_codegen_options, get_debug_options, get_host_options, get_options,
                                get_pass_options, get_runtime_options, get_verify_options, reset_options,
                                set_codegen_options, set_debug_options, set_host_options, set_options,

@@ -14,7 +14,7 @@ from pathlib import Path
 def package_root() -> Path:
     """The installed package directory holding lib/ and include/ (next to the compiled extension; in an
     editable install that is the site-packages copy, not the source tree)."""
-    from . import _core
+    from .native import core as _core
 
     return Path(_core.__file__).resolve().parent
 

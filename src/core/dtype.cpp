@@ -8,44 +8,17 @@ namespace pypto {
 namespace {
 struct DTypeInfo {
   const char* name;
-  uint8_t code;
-  uint8_t bits;   // 0: named only (no storage layout)
-  uint16_t lanes;
-  uint8_t itemsize;
+  uint8_t itemsize;  // 0: named only (no storage layout; dtype.h kDLPackLayout has {0, 0, 0})
 };
 // names are torch's where torch has the type (python/pypto/vocab/dtypes.py _SHORT)
 constexpr DTypeInfo kInfo[PYPTO_DT_COUNT] = {
-    {"bool", kDLBool, 8, 1, 1},
-    {"int8", kDLInt, 8, 1, 1},
-    {"int16", kDLInt, 16, 1, 2},
-    {"int32", kDLInt, 32, 1, 4},
-    {"int64", kDLInt, 64, 1, 8},
-    {"uint8", kDLUInt, 8, 1, 1},
-    {"float16", kDLFloat, 16, 1, 2},
-    {"bfloat16", kDLBfloat, 16, 1, 2},
-    {"float32", kDLFloat, 32, 1, 4},
-    {"float64", kDLFloat, 64, 1, 8},
-    {"uint16", kDLUInt, 16, 1, 2},
-    {"uint32", kDLUInt, 32, 1, 4},
-    {"uint64", kDLUInt, 64, 1, 8},
-    {"int4", 0, 0, 0, 0},
-    {"fp8", 0, 0, 0, 0},
-    {"float8_e4m3fn", kDLFloat8_e4m3fn, 8, 1, 1},
-    {"float8_e5m2", kDLFloat8_e5m2, 8, 1, 1},
-    {"float8_e8m0fnu", kDLFloat8_e8m0fnu, 8, 1, 1},
-    {"fp4_e2m1", 0, 0, 0, 0},
-    {"float4_e2m1fn_x2", kDLFloat4_e2m1fn, 4, 2, 1},
-    {"fp4_e1m2", 0, 0, 0, 0},
-    {"fp4_e1m2_x2", 0, 0, 0, 0},
-    {"hifloat4", 0, 0, 0, 0},
-    {"hifloat8", 0, 0, 0, 0},
+    {"bool", 1},          {"int8", 1},          {"int16", 2},           {"int32", 4},        {"int64", 8},
+    {"uint8", 1},         {"float16", 2},       {"bfloat16", 2},        {"float32", 4},      {"float64", 8},
+    {"uint16", 2},        {"uint32", 4},        {"uint64", 8},          {"int4", 0},         {"fp8", 0},
+    {"float8_e4m3fn", 1}, {"float8_e5m2", 1},   {"float8_e8m0fnu", 1},  {"fp4_e2m1", 0},     {"float4_e2m1fn_x2", 1},
+    {"fp4_e1m2", 0},      {"fp4_e1m2_x2", 0},   {"hifloat4", 0},        {"hifloat8", 0},
 };
 }  // namespace
-
-DLDataType dtype_to_dlpack(int dtype) noexcept {
-  if (dtype < 0 || dtype >= PYPTO_DT_COUNT) return DLDataType{0, 0, 0};
-  return DLDataType{kInfo[dtype].code, kInfo[dtype].bits, kInfo[dtype].lanes};
-}
 
 int dtype_itemsize(int dtype) noexcept {
   return (dtype < 0 || dtype >= PYPTO_DT_COUNT) ? 0 : kInfo[dtype].itemsize;

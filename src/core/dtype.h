@@ -38,7 +38,18 @@ inline int dtype_from_dlpack(DLDataType t) noexcept {
   }
 }
 
-DLDataType dtype_to_dlpack(int dtype) noexcept;
+// By PyptoDType code: the DLPack layout of each dtype, the one table for every caller (the binder's annotations,
+// the C++ runtime's TensorRef arguments, the manifest's recorded tensors). {0, 0, 0}: named only, no storage layout.
+inline constexpr DLDataType kDLPackLayout[PYPTO_DT_COUNT] = {
+    {kDLBool, 8, 1},  {kDLInt, 8, 1},   {kDLInt, 16, 1},    {kDLInt, 32, 1},   {kDLInt, 64, 1},   {kDLUInt, 8, 1},
+    {kDLFloat, 16, 1}, {kDLBfloat, 16, 1}, {kDLFloat, 32, 1}, {kDLFloat, 64, 1}, {kDLUInt, 16, 1}, {kDLUInt, 32, 1},
+    {kDLUInt, 64, 1}, {0, 0, 0} /* int4 */, {0, 0, 0} /* fp8 */, {kDLFloat8_e4m3fn, 8, 1}, {kDLFloat8_e5m2, 8, 1},
+    {kDLFloat8_e8m0fnu, 8, 1}, {0, 0, 0} /* fp4_e2m1 */, {kDLFloat4_e2m1fn, 4, 2}, {0, 0, 0}, {0, 0, 0},
+    {0, 0, 0}, {0, 0, 0}};
+
+inline DLDataType dtype_to_dlpack(int dtype) noexcept {
+  return static_cast<unsigned>(dtype) < PYPTO_DT_COUNT ? kDLPackLayout[dtype] : DLDataType{0, 0, 0};
+}
 int dtype_itemsize(int dtype) noexcept;  // bytes per element of the shape (1 for the packed FP4 pair); 0: named only
 // "float32", "bfloat16", ... ; "any" for kAnyDType
 const char* dtype_name(int dtype) noexcept;

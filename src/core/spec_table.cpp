@@ -1,6 +1,8 @@
 // spec_table: inserts and growth (see spec_table.h).
 #include "core/spec_table.h"
 
+#include "core/overlap.h"
+
 namespace pypto {
 
 SpecializationTable::Slots* SpecializationTable::make_slots(size_t capacity) {
@@ -64,6 +66,26 @@ std::vector<const Specialization*> SpecializationTable::entries() const {
   out.reserve(owned_.size());
   for (const auto& e : owned_) out.push_back(e.get());
   return out;
+}
+
+const Specialization* install_specialization(SpecializationTable& table, const ParamTable& params,
+                                             const uint64_t* key, int n, uint64_t hash, const DLTensor* dl,
+                                             LoadedLibrary lib) {
+  auto spec = std::make_unique<Specialization>();
+  spec->key.assign(key, key + n);
+  spec->hash = hash;
+  spec->entry = lib.module->entry();
+  spec->module = std::move(lib.module);
+  spec->written_mask = lib.written_mask;
+  const int nt = params.n_tensors();
+  if (params.all_dims_keyed) spec->elements = count_elements(dl, nt);
+  const OverlapPlan plan = plan_overlap_check(dl, nt, lib.written_mask, params.all_dims_keyed);
+  spec->overlap_window = plan.window;
+  spec->overlap_tensor = plan.tensor;
+  spec->library_path = std::move(lib.path);
+  spec->compile_seconds = lib.compile_seconds;
+  spec->user = std::move(lib.user);
+  return table.insert(std::move(spec));
 }
 
 }  // namespace pypto

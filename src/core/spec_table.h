@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "core/module.h"
+#include "core/param_table.h"
+#include "pypto/dlpack.h"
 
 namespace pypto {
 
@@ -50,6 +52,23 @@ class SpecializationTable {
     }
   }
 
+  // The memoized lookup: the first specialization a lookup found (set once, so threads never write it again) is
+  // checked by a plain key compare before hashing, so the common serving case of one hot specialization skips the
+  // hash's multiply chain and the probe. `hash_of(key, n)` is called only when the memo does not match.
+  template <class HashOf>
+  [[gnu::always_inline]] const Specialization* find_memoized(const uint64_t* key, int n,
+                                                             HashOf&& hash_of) const noexcept {
+    const Specialization* spec = memo_.load(std::memory_order_acquire);
+    if (spec != nullptr && spec->key.size() == static_cast<size_t>(n) && same_words(spec->key.data(), key, n))
+      return spec;
+    spec = find(key, n, hash_of(key, n));
+    if (spec != nullptr && memo_.load(std::memory_order_relaxed) == nullptr) {
+      const Specialization* expected = nullptr;
+      memo_.compare_exchange_strong(expected, spec, std::memory_order_release, std::memory_order_relaxed);
+    }
+    return spec;
+  }
+
   // Keys are a few words: an inline loop beats a call to memcmp.
   static bool same_words(const uint64_t* a, const uint64_t* b, int n) noexcept {
     for (int i = 0; i < n; ++i)
@@ -68,6 +87,7 @@ class SpecializationTable {
     for (auto& e : owned_) (pred(*e) ? removed : kept).push_back(std::move(e));
     owned_ = std::move(kept);
     if (removed.empty()) return removed;
+    memo_.store(nullptr, std::memory_order_release);  // it may name a removed entry
     Slots* s = slots_.load(std::memory_order_relaxed);
     Slots* fresh = make_slots(s->mask + 1);
     for (const auto& e : owned_) place(fresh, e.get());
@@ -92,10 +112,39 @@ class SpecializationTable {
   void place(Slots* s, const Specialization* e);
 
   std::atomic<Slots*> slots_;
+  mutable std::atomic<const Specialization*> memo_{nullptr};  // find_memoized's; cleared by remove_if
   std::atomic<size_t> count_{0};
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<Specialization>> owned_;   // guarded by mu_
   std::vector<Slots*> retired_;                          // guarded by mu_
 };
+
+// Total elements of `nt` tensors (the Python path: whether a launch releases the GIL; the general overlap bound).
+inline int64_t count_elements(const DLTensor* dl, int nt) noexcept {
+  int64_t elements = 0;
+  for (int t = 0; t < nt; ++t) {
+    int64_t e = 1;
+    for (int d = 0; d < dl[t].ndim; ++d) e *= dl[t].shape[d];
+    elements += e;
+  }
+  return elements;
+}
+
+// A verified, loaded library and what its loader knows about it.
+struct LoadedLibrary {
+  std::shared_ptr<Module> module;
+  std::string path;
+  uint64_t written_mask = 0;   // bit i: the kernel writes tensor i
+  double compile_seconds = 0;
+  std::shared_ptr<void> user;  // front-end data kept with the specialization
+};
+
+// The one way a loaded library becomes a specialization, for both loaders (the Python miss, src/python/jit_slow.cpp,
+// and the bundle manifest, src/runtime/manifest_stages.cpp): its key, entry and written mask, and for `dl` (the
+// tensors it was specialized for) the element count and the overlap plan (core/overlap.h) when the key fixes every
+// shape. Returns the entry in the table afterwards: an equal key already present wins (compare library paths).
+const Specialization* install_specialization(SpecializationTable& table, const ParamTable& params,
+                                             const uint64_t* key, int n, uint64_t hash, const DLTensor* dl,
+                                             LoadedLibrary lib);
 
 }  // namespace pypto

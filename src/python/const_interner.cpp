@@ -68,21 +68,15 @@ void ConstInterner::keep(PyObject* obj) {
   kept_.push_back(obj);
 }
 
+// The dispatcher: one case per kind of value, in the order that decides (bool before int, enum members before
+// the int/float/str they derive from, exact containers, numpy scalars, then anything else by its key).
 bool ConstInterner::encode(PyObject* obj, bool plain, int depth, std::string* out, std::string* error) {
   if (depth > 32) {
     *error = "constant nests too deeply";
     return false;
   }
-  if (obj == nullptr) {
-    out->push_back('0');
-    return true;
-  }
-  if (obj == Py_None) {
-    out->push_back('N');
-    return true;
-  }
-  if (PyBool_Check(obj)) {
-    out->push_back(obj == Py_True ? 'T' : 'F');
+  if (obj == nullptr || obj == Py_None || PyBool_Check(obj)) {
+    out->push_back(obj == nullptr ? '0' : obj == Py_None ? 'N' : obj == Py_True ? 'T' : 'F');
     return true;
   }
   PyTypeObject* type = Py_TYPE(obj);
@@ -95,80 +89,91 @@ bool ConstInterner::encode(PyObject* obj, bool plain, int depth, std::string* ou
     return true;
   }
   PyErr_Clear();
-  if (PyLong_Check(obj) || PyFloat_Check(obj) || PyUnicode_Check(obj)) {
-    if (!exact) {  // a subclass: keyed by type and value
-      out->push_back('C');
-      put_ptr(out, type);
-      keep(reinterpret_cast<PyObject*>(type));
-    }
-    if (PyLong_Check(obj)) {
-      int overflow = 0;
-      long long v = PyLong_AsLongLongAndOverflow(obj, &overflow);
-      if (!overflow) {
-        out->push_back('i');
-        put_u64(out, static_cast<uint64_t>(v));
-      } else {
-        // hexadecimal: exact, and not subject to Python's limit on decimal conversions (4300 digits)
-        PyObject* s = PyNumber_ToBase(obj, 16);
-        if (s == nullptr) return false;
-        Py_ssize_t n;
-        const char* u = PyUnicode_AsUTF8AndSize(s, &n);
-        out->push_back('I');
-        put_u64(out, static_cast<uint64_t>(n));
-        out->append(u, n);
-        Py_DECREF(s);
-      }
-    } else if (PyFloat_Check(obj)) {
-      double d = PyFloat_AS_DOUBLE(obj);
-      uint64_t bits;
-      std::memcpy(&bits, &d, sizeof bits);
-      out->push_back('f');
-      put_u64(out, bits);
-    } else {
-      Py_ssize_t n;
-      const char* u = PyUnicode_AsUTF8AndSize(obj, &n);
-      if (u == nullptr) {
-        PyErr_Clear();
-        *error = "a str constant must be encodable as UTF-8";
-        return false;
-      }
-      out->push_back('s');
-      put_u64(out, static_cast<uint64_t>(n));
-      out->append(u, n);
-    }
-    return true;
-  }
-  if (PyTuple_CheckExact(obj) || PyList_CheckExact(obj)) {
-    const bool tuple = PyTuple_CheckExact(obj);
-    if (!tuple) mutable_seen_ = true;
-    const Py_ssize_t n = tuple ? PyTuple_GET_SIZE(obj) : PyList_GET_SIZE(obj);
-    out->push_back(tuple ? '(' : '[');
-    put_u64(out, static_cast<uint64_t>(n));
-    for (Py_ssize_t i = 0; i < n; ++i) {
-      PyObject* item = tuple ? PyTuple_GET_ITEM(obj, i) : PyList_GET_ITEM(obj, i);
-      if (!encode(item, plain, depth + 1, out, error)) return false;
-    }
-    return true;
-  }
-  if (type->tp_as_buffer != nullptr && type->tp_as_number != nullptr) {  // numpy scalars: (type, raw bytes)
-    Py_buffer view;
-    if (PyObject_GetBuffer(obj, &view, PyBUF_RECORDS_RO) == 0) {
-      const bool scalar = view.ndim == 0;
-      if (scalar) {
-        out->push_back('D');
-        put_ptr(out, type);
-        keep(reinterpret_cast<PyObject*>(type));
-        put_u64(out, static_cast<uint64_t>(view.len));
-        out->append(static_cast<const char*>(view.buf), view.len);
-      }
-      PyBuffer_Release(&view);
-      if (scalar) return true;
-    } else {
-      PyErr_Clear();
-    }
-  }
+  if (PyLong_Check(obj) || PyFloat_Check(obj) || PyUnicode_Check(obj)) return encode_scalar(obj, exact, out, error);
+  if (PyTuple_CheckExact(obj) || PyList_CheckExact(obj)) return encode_sequence(obj, plain, depth, out, error);
+  if (type->tp_as_buffer != nullptr && type->tp_as_number != nullptr && encode_buffer_scalar(obj, out)) return true;
   if (plain) return false;  // a guard value: keyed by identity (guard_ids.cpp)
   return encode_by_key(obj, depth, out, error);
+}
+
+// int, float, str and their subclasses (a subclass is keyed by type and value).
+bool ConstInterner::encode_scalar(PyObject* obj, bool exact, std::string* out, std::string* error) {
+  if (!exact) {
+    out->push_back('C');
+    put_ptr(out, Py_TYPE(obj));
+    keep(reinterpret_cast<PyObject*>(Py_TYPE(obj)));
+  }
+  if (PyLong_Check(obj)) {
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(obj, &overflow);
+    if (!overflow) {
+      out->push_back('i');
+      put_u64(out, static_cast<uint64_t>(v));
+      return true;
+    }
+    // hexadecimal: exact, and not subject to Python's limit on decimal conversions (4300 digits)
+    PyObject* s = PyNumber_ToBase(obj, 16);
+    if (s == nullptr) return false;
+    Py_ssize_t n;
+    const char* u = PyUnicode_AsUTF8AndSize(s, &n);
+    out->push_back('I');
+    put_u64(out, static_cast<uint64_t>(n));
+    out->append(u, n);
+    Py_DECREF(s);
+    return true;
+  }
+  if (PyFloat_Check(obj)) {
+    double d = PyFloat_AS_DOUBLE(obj);
+    uint64_t bits;
+    std::memcpy(&bits, &d, sizeof bits);
+    out->push_back('f');
+    put_u64(out, bits);
+    return true;
+  }
+  Py_ssize_t n;
+  const char* u = PyUnicode_AsUTF8AndSize(obj, &n);
+  if (u == nullptr) {
+    PyErr_Clear();
+    *error = "a str constant must be encodable as UTF-8";
+    return false;
+  }
+  out->push_back('s');
+  put_u64(out, static_cast<uint64_t>(n));
+  out->append(u, n);
+  return true;
+}
+
+// Exact tuples and lists, item by item (a list is mutable: its constant is re-keyed on every call).
+bool ConstInterner::encode_sequence(PyObject* obj, bool plain, int depth, std::string* out, std::string* error) {
+  const bool tuple = PyTuple_CheckExact(obj);
+  if (!tuple) mutable_seen_ = true;
+  const Py_ssize_t n = tuple ? PyTuple_GET_SIZE(obj) : PyList_GET_SIZE(obj);
+  out->push_back(tuple ? '(' : '[');
+  put_u64(out, static_cast<uint64_t>(n));
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject* item = tuple ? PyTuple_GET_ITEM(obj, i) : PyList_GET_ITEM(obj, i);
+    if (!encode(item, plain, depth + 1, out, error)) return false;
+  }
+  return true;
+}
+
+// numpy scalars: (type, raw bytes). False (nothing written) for a buffer that is not 0-d.
+bool ConstInterner::encode_buffer_scalar(PyObject* obj, std::string* out) {
+  Py_buffer view;
+  if (PyObject_GetBuffer(obj, &view, PyBUF_RECORDS_RO) != 0) {
+    PyErr_Clear();
+    return false;
+  }
+  const bool scalar = view.ndim == 0;
+  if (scalar) {
+    out->push_back('D');
+    put_ptr(out, Py_TYPE(obj));
+    keep(reinterpret_cast<PyObject*>(Py_TYPE(obj)));
+    put_u64(out, static_cast<uint64_t>(view.len));
+    out->append(static_cast<const char*>(view.buf), view.len);
+  }
+  PyBuffer_Release(&view);
+  return scalar;
 }
 
 bool ConstInterner::encode_by_key(PyObject* obj, int depth, std::string* out, std::string* error) {

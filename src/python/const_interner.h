@@ -39,6 +39,10 @@ class ConstInterner {
 
  private:
   bool encode(PyObject* obj, bool plain, int depth, std::string* out, std::string* error);
+  // encode's cases, one per kind of value
+  bool encode_scalar(PyObject* obj, bool exact, std::string* out, std::string* error);
+  bool encode_sequence(PyObject* obj, bool plain, int depth, std::string* out, std::string* error);
+  bool encode_buffer_scalar(PyObject* obj, std::string* out);
   bool encode_by_key(PyObject* obj, int depth, std::string* out, std::string* error);
   void keep(PyObject* obj);
   bool mutable_seen_ = false;

@@ -5,7 +5,6 @@
 
 #include "core/binder.h"
 #include "core/messages.h"
-#include "core/overlap.h"
 #include "python/const_interner.h"
 #include "python/jit_cold.h"
 #include "python/tensor_reader.h"
@@ -177,6 +176,39 @@ PyObject* tensor_meta(const JitState& st, const DLTensor* dl) {
   }
   return meta;
 }
+
+// The fields of a compiler.pipeline.MissResult, read by attribute name (the GIL is held while this lives). The
+// strings point into the attribute values this holds.
+struct MissFields {
+  const char* path = nullptr;  // nullptr: the build stopped before a library (host_options.compile_stage)
+  unsigned long long written = 0;
+  double seconds = 0;
+  PyObject* info = nullptr;
+  const char* key_text = nullptr;
+  PyObject* held[5] = {};
+  MissFields() = default;
+  MissFields(const MissFields&) = delete;
+  MissFields& operator=(const MissFields&) = delete;
+  ~MissFields() {
+    for (PyObject* o : held) Py_XDECREF(o);
+  }
+};
+
+bool read_miss_result(PyObject* res, MissFields* f) {
+  static const char* const kNames[5] = {"library", "written_mask", "compile_seconds", "spec_key", "info"};
+  for (int i = 0; i < 5; ++i) {
+    f->held[i] = PyObject_GetAttrString(res, kNames[i]);
+    if (f->held[i] == nullptr) return false;
+    if (i == 0 && f->held[0] == Py_None) return true;
+  }
+  f->path = PyUnicode_AsUTF8(f->held[0]);
+  f->key_text = f->path ? PyUnicode_AsUTF8(f->held[3]) : nullptr;
+  if (f->key_text == nullptr) return false;
+  f->written = PyLong_AsUnsignedLongLongMask(f->held[1]);
+  f->seconds = PyFloat_AsDouble(f->held[2]);
+  f->info = f->held[4];
+  return !PyErr_Occurred();
+}
 }  // namespace
 
 bool reread_tensors(JitState& st, PyObject** slots, DLTensor* dl, ReadSlot* rs, uint64_t held, const uint64_t* key,
@@ -254,15 +286,20 @@ const Specialization* miss(JitState& st, PyObject** slots, const DLTensor* dl, c
     Py_DECREF(res);
     return nullptr;
   }
-  const char* path = nullptr;
-  unsigned long long written = 0;
-  double seconds = 0;
-  PyObject* info = nullptr;
-  const char* key_text = nullptr;
-  if (!PyArg_ParseTuple(res, "sKdOs", &path, &written, &seconds, &info, &key_text)) {
+  MissFields f;
+  if (!read_miss_result(res, &f)) {
     Py_DECREF(res);
     return nullptr;
   }
+  if (f.path == nullptr) {  // stopped at host_options.compile_stage: nothing to load or launch
+    Py_DECREF(res);
+    return nullptr;
+  }
+  const char* path = f.path;
+  const unsigned long long written = f.written;
+  const double seconds = f.seconds;
+  PyObject* info = f.info;
+  const char* key_text = f.key_text;
   std::string err;
   auto module = Module::open(path, &err);
   if (!module) {
@@ -280,27 +317,16 @@ const Specialization* miss(JitState& st, PyObject** slots, const DLTensor* dl, c
     raise_pypto("CompileError", m);
     return nullptr;
   }
-  auto spec = std::make_unique<Specialization>();
-  spec->key.assign(key, key + n);
-  spec->hash = hash;
-  spec->entry = module->entry();
-  spec->module = std::move(module);
-  spec->written_mask = written;
-  if (st.table.all_dims_keyed) spec->elements = count_elements(dl, st.table.n_tensors());
-  const OverlapPlan plan = plan_overlap_check(dl, st.table.n_tensors(), written, st.table.all_dims_keyed);
-  spec->overlap_window = plan.window;
-  spec->overlap_tensor = plan.tensor;
-  spec->library_path = path;
-  spec->compile_seconds = seconds;
   Py_INCREF(info);
-  spec->user = std::shared_ptr<void>(info, [](void* o) {
-    PyGILState_STATE g = PyGILState_Ensure();
-    Py_DECREF(static_cast<PyObject*>(o));
-    PyGILState_Release(g);
-  });
+  LoadedLibrary lib{std::move(module), path, written, seconds,
+                    std::shared_ptr<void>(info, [](void* o) {
+                      PyGILState_STATE g = PyGILState_Ensure();
+                      Py_DECREF(static_cast<PyObject*>(o));
+                      PyGILState_Release(g);
+                    })};
   Py_DECREF(res);
   st.counters.compile_seconds += seconds;
-  return st.specs.insert(std::move(spec));
+  return install_specialization(st.specs, st.table, key, n, hash, dl, std::move(lib));
 }
 
 }  // namespace pypto::py

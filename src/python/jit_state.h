@@ -110,15 +110,4 @@ constexpr bool kDictVersions = false;
 inline uint64_t dict_version(PyObject*) { return 0; }
 #endif
 
-// Total elements of the tensor arguments (decides whether a launch releases the GIL).
-inline int64_t count_elements(const DLTensor* dl, int nt) noexcept {
-  int64_t elements = 0;
-  for (int t = 0; t < nt; ++t) {
-    int64_t e = 1;
-    for (int d = 0; d < dl[t].ndim; ++d) e *= dl[t].shape[d];
-    elements += e;
-  }
-  return elements;
-}
-
 }  // namespace pypto::py

@@ -5,6 +5,7 @@
 
 #include "core/backend.h"
 #include "core/binder.h"
+#include "core/dtype.h"
 #include "core/launch.h"
 #include "core/overlap.h"
 #include "runtime/kernel_impl.h"
@@ -18,23 +19,11 @@ using namespace detail;
 
 namespace {
 
-// by PyptoDType code (src/core/dtype.cpp has the same table with names); {3 (opaque), 0, 0}: named only, never matches
-constexpr DLDataType kDLTypes[PYPTO_DT_COUNT] = {
-    {kDLBool, 8, 1},   {kDLInt, 8, 1},    {kDLInt, 16, 1},    {kDLInt, 32, 1},   {kDLInt, 64, 1},
-    {kDLUInt, 8, 1},   {kDLFloat, 16, 1}, {kDLBfloat, 16, 1}, {kDLFloat, 32, 1}, {kDLFloat, 64, 1},
-    {kDLUInt, 16, 1},  {kDLUInt, 32, 1},  {kDLUInt, 64, 1},   {3, 0, 0},         {3, 0, 0},
-    {kDLFloat8_e4m3fn, 8, 1}, {kDLFloat8_e5m2, 8, 1}, {kDLFloat8_e8m0fnu, 8, 1}, {3, 0, 0},
-    {kDLFloat4_e2m1fn, 4, 2}, {3, 0, 0}, {3, 0, 0}, {3, 0, 0}, {3, 0, 0}};
-
-
-// A word loop, not memcmp: keys are a few words, and glibc's AVX-512 memcmp with length 0 and a null pointer (an
-// empty key) costs hundreds of cycles here (masked loads from an unmapped page).
-inline bool same_key(const Specialization& s, const uint64_t* key, int n) noexcept {
-  if (s.key.size() != static_cast<size_t>(n)) return false;
-  const uint64_t* k = s.key.data();
-  for (int i = 0; i < n; ++i)
-    if (k[i] != key[i]) return false;
-  return true;
+// A TensorRef's dtype code as a DLPack layout (core/dtype.h, the one table); a code that is named only or unknown
+// becomes the opaque code, which no annotation's layout matches.
+inline DLDataType tensor_ref_dtype(int dtype) noexcept {
+  const DLDataType d = dtype_to_dlpack(dtype);
+  return d.bits != 0 ? d : DLDataType{3, 0, 0};
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -157,14 +146,13 @@ Status KernelImpl::prepare(const Arg* args, size_t n_args, const Keywords& kw, c
   return exception_error(StatusCode::kValueError, e);
 }
 
+// finish()'s stages, always inlined into it (one function on the call path, as the Python extension's call_impl).
 // After binding: arg(i) is the argument of parameter i (nullptr: the default; never for AllPositional).
-template <class Bound>
-Status KernelImpl::finish(const Bound& arg, PreparedCall* out) const noexcept try {
-  constexpr bool kPositional = std::is_same_v<Bound, AllPositional>;
 
-  // 2. tensors: checks + the tensor part of the key in one pass (core/binder, shared with the Python path)
-  const int nt = n_tensors;
-  DLTensor dl[kMaxParams];
+// 2. tensors: each argument as a DLTensor (a TensorRef is converted), copied into the launch's arguments.
+// Returns the index of a tensor parameter whose argument is not a tensor, or -1.
+template <class Bound>
+[[gnu::always_inline]] inline int read_tensor_args(const Bound& arg, int nt, DLTensor* dl, PreparedCall* out) noexcept {
   for (int t = 0; t < nt; ++t) {
     const Arg& a = *arg(t);  // tensor parameters come first: tensor t is parameter t
     if (a.kind() == Arg::Kind::kDLTensor && a.dltensor() != nullptr) [[likely]] {
@@ -178,32 +166,33 @@ Status KernelImpl::finish(const Bound& arg, PreparedCall* out) const noexcept tr
       dl[t].data = r.data;
       dl[t].device = DLDevice{kDLCPU, 0};
       dl[t].ndim = r.ndim;
-      dl[t].dtype = static_cast<unsigned>(r.dtype) < PYPTO_DT_COUNT ? kDLTypes[r.dtype] : DLDataType{3, 0, 0};
+      dl[t].dtype = tensor_ref_dtype(r.dtype);
       dl[t].shape = const_cast<int64_t*>(r.shape);
       dl[t].strides = const_cast<int64_t*>(r.strides);
       dl[t].byte_offset = 0;
     } else [[unlikely]] {
-      return not_a_tensor_error(*this, t, a);
+      return t;
     }
     out->tensors[t].data = dl[t].data;
     out->tensors[t].shape = dl[t].shape;
     out->tensors[t].ndim = dl[t].ndim;
   }
-  uint64_t key[kMaxKeyWords];
-  int n = bind_tensors(table, dl, key);
-  if (n < 0) [[unlikely]] return check_error(*this, dl);
+  return -1;
+}
 
-  // 3. runtime scalars
-  for (int s = 0; s < n_scalars; ++s) {
-    const Arg* a = arg(scalar_pos[s]);
+// 3. runtime scalars (a default when not given). Returns the position of a scalar of the wrong type, or -1.
+template <bool kPositional, class Bound>
+[[gnu::always_inline]] inline int read_scalar_args(const KernelImpl& k, const Bound& arg, PreparedCall* out) noexcept {
+  for (int s = 0; s < k.n_scalars; ++s) {
+    const Arg* a = arg(k.scalar_pos[s]);
     if (!kPositional && a == nullptr) {
-      out->scalars[s] = default_scalars[s];
+      out->scalars[s] = k.default_scalars[s];
       continue;
     }
-    const bool want_float = scalar_is_float[s];
+    const bool want_float = k.scalar_is_float[s];
     switch (a->kind()) {
       case Arg::Kind::kFloat:
-        if (!want_float) [[unlikely]] return scalar_error(*this, scalar_pos[s], *a);
+        if (!want_float) [[unlikely]] return k.scalar_pos[s];
         out->scalars[s].f = a->as_float();
         break;
       case Arg::Kind::kInt:
@@ -212,51 +201,56 @@ Status KernelImpl::finish(const Bound& arg, PreparedCall* out) const noexcept tr
         else out->scalars[s].i = a->as_int();
         break;
       default:
-        return scalar_error(*this, scalar_pos[s], *a);
+        return k.scalar_pos[s];
     }
   }
+  return -1;
+}
 
-  // 4. key: after the tensor words, one word per constant: 1 + the index of its value in the bundle
+// 4. constant c's key word: 1 + the index of the call's value among the bundle's values (0: none matches).
+template <bool kPositional>
+[[gnu::always_inline]] inline uint64_t constant_word(const KernelImpl& k, int c, const Arg* a) noexcept {
+  if (!kPositional && a == nullptr) return static_cast<uint64_t>(k.default_const_index[c] + 1);
+  const uint8_t kind = static_cast<uint8_t>(a->kind());
+  const uint64_t w = a->bits();
+  const ConstFast* const begin = k.const_fast.data() + k.const_begin[c];
+  const ConstFast* const end = k.const_fast.data() + k.const_begin[c + 1];
+  const ConstFast* f = begin;
+  while (f != end && !(f->kind == kind && f->word == w)) ++f;
+  if (f != end) [[likely]] return static_cast<uint64_t>(f - begin) + 1;
+  const std::vector<ConstValue>& vals = k.const_values[c];  // str, tuple and enum values: the full comparison
+  for (size_t v = 0; v < vals.size(); ++v)
+    if (begin[v].kind == kSlowMatch && matches(*a, vals[v])) return static_cast<uint64_t>(v) + 1;
+  return 0;
+}
+
+template <class Bound>
+Status KernelImpl::finish(const Bound& arg, PreparedCall* out) const noexcept try {
+  constexpr bool kPositional = std::is_same_v<Bound, AllPositional>;
+
+  // 2. tensors: checks + the tensor part of the key in one pass (core/binder, shared with the Python path)
+  const int nt = n_tensors;
+  DLTensor dl[kMaxParams];
+  if (const int bad = read_tensor_args(arg, nt, dl, out); bad >= 0) [[unlikely]]
+    return not_a_tensor_error(*this, bad, *arg(bad));
+  uint64_t key[kMaxKeyWords];
+  int n = bind_tensors(table, dl, key);
+  if (n < 0) [[unlikely]] return check_error(*this, dl);
+
+  // 3. runtime scalars
+  if (const int bad = read_scalar_args<kPositional>(*this, arg, out); bad >= 0) [[unlikely]]
+    return scalar_error(*this, bad, *arg(bad));
+
+  // 4. key: after the tensor words, one word per constant
   for (int c = 0; c < n_constexprs; ++c) {
-    const Arg* a = arg(constexpr_pos[c]);
-    int idx = -1;
-    if (!kPositional && a == nullptr) {
-      idx = default_const_index[c];
-    } else {
-      const uint8_t kind = static_cast<uint8_t>(a->kind());
-      const uint64_t w = a->bits();
-      const ConstFast* const begin = const_fast.data() + const_begin[c];
-      const ConstFast* const end = const_fast.data() + const_begin[c + 1];
-      const ConstFast* f = begin;
-      while (f != end && !(f->kind == kind && f->word == w)) ++f;
-      if (f != end) [[likely]] {
-        idx = static_cast<int>(f - begin);
-      } else {  // str, tuple and enum values: the full comparison
-        const std::vector<ConstValue>& vals = const_values[c];
-        for (size_t v = 0; v < vals.size(); ++v)
-          if (begin[v].kind == kSlowMatch && matches(*a, vals[v])) {
-            idx = static_cast<int>(v);
-            break;
-          }
-      }
-    }
-    if (idx < 0) [[unlikely]] return constant_error(*this, c, a);
-    key[n++] = static_cast<uint64_t>(idx) + 1;
+    const uint64_t w = constant_word<kPositional>(*this, c, arg(constexpr_pos[c]));
+    if (w == 0) [[unlikely]] return constant_error(*this, c, arg(constexpr_pos[c]));
+    key[n++] = w;
   }
 
-  // 5. lookup
+  // 5. lookup: one hot specialization per kernel skips the hash (SpecializationTable::find_memoized)
   if (!backend_ok) [[unlikely]] return backend_error(*this);
-  // The kernel's memo (the first specialization a call found; set once, so threads never write it again) is
-  // checked by a plain key compare before hashing: the common serving case of one hot specialization per kernel
-  // skips the hash's multiply chain and the probe.
-  const Specialization* spec = memo.load(std::memory_order_acquire);
-  if (spec == nullptr || !same_key(*spec, key, n)) {
-    spec = specs.find(key, n, hash_key(key, n));
-    if (spec != nullptr && memo.load(std::memory_order_relaxed) == nullptr) {
-      const Specialization* expected = nullptr;
-      memo.compare_exchange_strong(expected, spec, std::memory_order_release, std::memory_order_relaxed);
-    }
-  }
+  const Specialization* spec = specs.find_memoized(key, n, hash_key);
   if (spec == nullptr) [[unlikely]] {
     const Arg* slots[kMaxParams];
     for (int i = 0; i < n_params; ++i) slots[i] = arg(i);

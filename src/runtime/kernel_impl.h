@@ -51,7 +51,6 @@ struct KernelImpl {
   // per scalar parameter (scalar index): the default, when there is one
   std::vector<PyptoScalarArg> default_scalars;
   SpecializationTable specs;
-  mutable std::atomic<const Specialization*> memo{nullptr};
   std::vector<std::string> spec_descriptions;
   std::string backend_reason;
   // the call path's flat copies of the table's counts and positions, and of the constant values: per value its

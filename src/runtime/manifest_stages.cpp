@@ -8,7 +8,6 @@
 #include "core/binder.h"
 #include "core/dtype.h"
 #include "core/module.h"
-#include "core/overlap.h"
 #include "runtime/manifest.h"
 #include "runtime/sha256.h"
 
@@ -122,7 +121,8 @@ std::vector<std::vector<int>> collect_constants(KernelImpl& k, const json& jspec
       index.push_back(static_cast<int>(idx));
     }
     const_index.push_back(std::move(index));
-  }  k.default_const_index.assign(t.n_constexprs(), -1);
+  }
+  k.default_const_index.assign(t.n_constexprs(), -1);
   for (int c = 0; c < t.n_constexprs(); ++c) {
     const int pos = t.constexpr_pos[c];
     if (!k.has_default[pos]) continue;
@@ -208,14 +208,13 @@ void check_library_key(const Module& module, const json& js, const std::string& 
               describe_key(key) + "): the manifest pairs it with the wrong key; refusing to load it");
 }
 
-void add_specialization(KernelImpl& k, const json& js, const std::vector<int>& const_index, const BundleDir& dir,
-                        size_t index) {
-  const ParamTable& t = k.table;
-  const std::string where = "kernel '" + t.kernel + "'";
-  const std::string lib_rel = js.at("library").get<std::string>();
-  const std::string sha = js.at("sha256").get<std::string>();
+namespace {
+
+// The library of one specialization, opened inside the bundle without following links through one descriptor:
+// hashed, checked against the manifest's sha256, then loaded from that same descriptor.
+std::shared_ptr<Module> load_verified_library(const BundleDir& dir, const std::string& lib_rel, const std::string& sha,
+                                              const std::string& where) {
   const std::string lib = join(dir.path, lib_rel);
-  // one descriptor, opened inside the bundle without following links: hashed, then loaded
   uint64_t size = 0;
   std::string why;
   const Fd fd(open_inside(dir, lib_rel, kMaxLibraryBytes, &size, &why));
@@ -227,20 +226,21 @@ void add_specialization(KernelImpl& k, const json& js, const std::vector<int>& c
   if (got != sha)
     load_fail(where + ": library '" + lib + "' does not match the manifest (sha256 " + got + ", expected " + sha +
               "): the bundle was modified or corrupted; refusing to load it");
-  std::string err3;
-  auto module = load_library_fd(fd.get(), sha, lib, &err3);
-  if (!module) load_fail(where + ": " + err3);
+  std::string err;
+  auto module = load_library_fd(fd.get(), sha, lib, &err);
+  if (!module) load_fail(where + ": " + err);
+  return module;
+}
 
-  // the tensor part of the key, and its cross-check against the recorded argument shapes
-  std::vector<uint64_t> key;
-  for (const json& w : js.at("tensor_key")) key.push_back(decode_word(w, where + ": tensor_key"));
-  const json& jt = js.at("tensors");
+// The recorded argument tensors of one specialization as DLTensors (`shapes` holds their dims; a DYNAMIC or named dim
+// is 1: not keyed), and their description ("x: float32[16, DYNAMIC]") in `desc`.
+std::vector<DLTensor> recorded_tensors(const ParamTable& t, const json& jt, const std::string& where,
+                                       std::vector<std::vector<int64_t>>& shapes, std::string* desc) {
   if (!jt.is_array() || jt.size() != static_cast<size_t>(t.n_tensors()))
     load_fail(where + ": a specialization describes " + std::to_string(jt.size()) + " tensors, the kernel has " +
               std::to_string(t.n_tensors()));
-  std::vector<std::vector<int64_t>> shapes(t.n_tensors());
+  shapes.assign(t.n_tensors(), {});
   std::vector<DLTensor> dl(t.n_tensors());
-  std::string desc;
   for (int i = 0; i < t.n_tensors(); ++i) {
     const json& ji = jt[i];
     const int dt = decode_dtype(ji.at("dtype"), where);
@@ -263,8 +263,29 @@ void add_specialization(KernelImpl& k, const json& js, const std::vector<int>& c
     }
     dl[i] = DLTensor{nullptr, DLDevice{kDLCPU, 0}, static_cast<int32_t>(shapes[i].size()), dtype_to_dlpack(dt),
                      shapes[i].data(), nullptr, 0};
-    desc += (desc.empty() ? "" : ", ") + t.tensor(i).name + ": " + dtype_name(dt) + "[" + dims + "]";
+    *desc += (desc->empty() ? "" : ", ") + t.tensor(i).name + ": " + dtype_name(dt) + "[" + dims + "]";
   }
+  return dl;
+}
+
+}  // namespace
+
+// One manifest entry: (1) its library, verified and loaded; (2) its recorded tensors and tensor key, checked
+// against the parameter table and each other; (3) the constants' key words; (4) the library's own key; (5) the
+// written mask; (6) installed (core/spec_table.h install_specialization, as the Python miss does).
+void add_specialization(KernelImpl& k, const json& js, const std::vector<int>& const_index, const BundleDir& dir,
+                        size_t index) {
+  const ParamTable& t = k.table;
+  const std::string where = "kernel '" + t.kernel + "'";
+  const std::string lib_rel = js.at("library").get<std::string>();
+  const std::string lib = join(dir.path, lib_rel);
+  auto module = load_verified_library(dir, lib_rel, js.at("sha256").get<std::string>(), where);
+
+  std::vector<uint64_t> key;
+  for (const json& w : js.at("tensor_key")) key.push_back(decode_word(w, where + ": tensor_key"));
+  std::vector<std::vector<int64_t>> shapes;
+  std::string desc;
+  const std::vector<DLTensor> dl = recorded_tensors(t, js.at("tensors"), where, shapes, &desc);
   // the recorded tensors must satisfy the parameter table (dtype, rank, fixed dims: the binder's checks), and
   // the recorded key must be the one the binder computes for them
   std::vector<uint64_t> expect(kMaxKeyWords);
@@ -280,17 +301,12 @@ void add_specialization(KernelImpl& k, const json& js, const std::vector<int>& c
     desc += ", " + t.params[t.constexpr_pos[c]].name + "=" + k.const_values[c][const_index[c]].repr();
   }
   check_library_key(*module, js, where + ": specialization #" + std::to_string(index) + " (" + desc + ")", lib_rel);
-  auto spec = std::make_unique<Specialization>();
-  spec->hash = hash_key(key.data(), static_cast<int>(key.size()));
-  spec->key = std::move(key);
-  spec->entry = module->entry();
-  spec->module = std::move(module);
-  spec->written_mask = decode_word(js.at("written_mask"), where + ": written_mask");
-  if (t.n_tensors() < 64 && spec->written_mask >> t.n_tensors() != 0)
-    load_fail(where + ": written_mask " + std::to_string(spec->written_mask) + " names tensors the kernel does not have");
-  if (t.all_dims_keyed) spec->overlap_window = overlap_window(dl.data(), t.n_tensors());
-  spec->library_path = lib;
-  const Specialization* placed = k.specs.insert(std::move(spec));
+  const uint64_t written = decode_word(js.at("written_mask"), where + ": written_mask");
+  if (t.n_tensors() < 64 && written >> t.n_tensors() != 0)
+    load_fail(where + ": written_mask " + std::to_string(written) + " names tensors the kernel does not have");
+  const int n = static_cast<int>(key.size());
+  const Specialization* placed = install_specialization(k.specs, t, key.data(), n, hash_key(key.data(), n), dl.data(),
+                                                        LoadedLibrary{std::move(module), lib, written, 0.0, nullptr});
   if (placed->library_path != lib) load_fail(where + ": two specializations have the same key (" + desc + ")");
   k.spec_descriptions.push_back(desc);
 }

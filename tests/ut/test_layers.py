@@ -15,8 +15,8 @@ import pypto
 ROOT = Path(pypto.__file__).resolve().parent
 
 # Bottom first. `__main__` modules and the package `__init__` are entry points: they may import anything.
-LAYERS = ["_version", "errors", "logger", "error", "_core", "vocab", "distributed", "ir", "language", "codegen", "compiler",
-          "verify", "frontend", "export", "torch_op", "capture", "testing", "bench"]
+LAYERS = ["_version", "errors", "logger", "error", "_core", "native", "vocab", "distributed", "ir", "language", "codegen",
+          "compiler", "verify", "frontend", "export", "torch_op", "capture", "testing", "bench"]
 NATIVE = {"_core", "_core_prof"}     # the nanobind extension: the bottom, like errors
 
 
@@ -118,6 +118,35 @@ def violations(root: Path, top: str = "pypto") -> list[str]:
 def test_no_upward_import_and_no_circle():
     found = violations(ROOT)
     assert not found, "\n".join(found)
+
+
+def native_imports(root: Path, top: str = "pypto") -> list[str]:
+    """Imports of the extension modules themselves: only `native` (which chooses `_core` or the profiling build) and
+    the entry points may name them; every layer takes `core` from `native`, never from the package `__init__`."""
+    found = []
+    for path, module, is_package in modules(root, top):
+        if is_entry_point(module) or module == f"{top}.native":
+            continue
+        for line, target in imports_of(path, module, is_package, root):
+            if target.split(".")[-1] in NATIVE:
+                found.append(f"{path}:{line}: {module} imports {target}; use `from {top}.native import core`")
+    return found
+
+
+def test_only_native_chooses_the_extension():
+    found = native_imports(ROOT)
+    assert not found, "\n".join(found)
+
+
+def test_a_direct_extension_import_is_reported(tmp_path):
+    root = _synthetic(tmp_path, {
+        "__init__.py": "",
+        "native.py": "from . import _core as core\n",
+        "ir/__init__.py": "",
+        "ir/nodes.py": "from .. import _core\n",
+    })
+    assert native_imports(root) == [f"{root / 'ir/nodes.py'}:1: pypto.ir.nodes imports pypto._core; "
+                                    f"use `from pypto.native import core`"]
 
 
 def test_every_layer_is_listed():

@@ -24,7 +24,7 @@ CLEAN = 1.05  # as in timing.py: wall within 5 % of the thread's CPU time
 
 
 def child(n: int) -> None:
-    from .. import _core
+    from ..native import core as _core
     from . import kernels as K
 
     res: dict = {"available": False}

@@ -1,6 +1,6 @@
 """Kernel speed (`python -m pypto.bench --kernels`): pypto's compiled kernels next to torch eager and a plain copy.
 
-Every row is one kernel at one thread count: pypto (runtime_options device_sched_parallelism = threads), torch
+Every row is one kernel at one thread count: pypto (runtime_options sim_threads = threads), torch
 eager with torch.set_num_threads(threads), and `dst.copy_(src)` of (bytes read + bytes written) / 2 (a copy reads
 and writes its size, so it moves the bytes the kernel must move: the memory-bound limit). Rounds are interleaved
 (each round times every row once, the three calls of a row taking turns to go first) and the figure is the
@@ -105,7 +105,7 @@ def compile_times() -> dict:
     import subprocess
 
     from ..compiler import toolchain as T
-    from ..vocab.options import CompileStage
+    from ..vocab.modes import CompileStage
 
     out = {}
     old = os.environ.get("PYPTO_CACHE_DIR")
@@ -185,7 +185,7 @@ def run(rounds: int = 7, threads=None, say=print, only=None, cpu=False, sweep=Fa
     for nt in threads:
         for name, body, args, tfn, ref, out, moved, *tol in cases:
             body, consts = body if isinstance(body, tuple) else (body, {})
-            k = pypto.frontend.jit(body, runtime_options={"device_sched_parallelism": nt})
+            k = pypto.frontend.jit(body, runtime_options={"sim_threads": nt})
             k(*args, **consts)
             rtol, atol = tol[0] if tol else (2e-3 if "bf16" in name else 1e-4, 2e-2 if "matmul" in name else 1e-4)
             torch.testing.assert_close(out.float(), ref().float(), rtol=rtol, atol=atol, equal_nan=True,

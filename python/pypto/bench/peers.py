@@ -65,7 +65,7 @@ def pypto_rows():
 
 
 def floor_rows():
-    from .. import _core
+    from ..native import core as _core
 
     a, b, c, out = _tensors()
 
@@ -203,7 +203,7 @@ class ReferenceDispatcher:
 
 
 def reference_rows():
-    from .. import _core
+    from ..native import core as _core
 
     a, b, c, out = _tensors()
 

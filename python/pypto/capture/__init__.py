@@ -25,7 +25,7 @@ from __future__ import annotations
 import sys
 import types
 
-from .. import _core
+from ..native import core as _core
 from ..errors import CaptureError
 
 TORCH_OPS = ("refuse", "eager")

@@ -27,7 +27,7 @@ import warnings
 from pathlib import Path
 
 from ..errors import CompileError
-from ..vocab.options import parse_size
+from ..vocab.modes import parse_size
 
 _EUID = os.geteuid()
 _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC

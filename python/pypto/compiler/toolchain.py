@@ -177,17 +177,9 @@ def cache_key(source: str) -> str:
 
 # ---- options access (ResolvedOptions object or plain dicts) -----------------------------------------------------
 def _opt(options, group: str, key: str, default):
-    if not options:
-        return default
-    g = getattr(options, group, None)
-    if g is None and isinstance(options, dict):
-        g = options.get(group) or options.get(group + "_options")
-    if g is None:
-        return default
-    try:
-        return g.get(key, default)
-    except AttributeError:
-        return default
+    """One option of a ResolvedOptions (`group`: "host", ...); `default` when no options are given (a plain compile
+    of source text: tests, the torch reader)."""
+    return default if options is None else options[group].get(key, default)
 
 
 def _timeout(options) -> float:

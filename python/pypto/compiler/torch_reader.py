@@ -21,7 +21,7 @@ import threading
 import warnings
 from pathlib import Path
 
-from .. import _core
+from ..native import core as _core
 from . import cache
 from .toolchain import CXX, compiler_identity, include_dir, run_compiler
 

@@ -31,7 +31,6 @@ import types
 from pathlib import Path
 from typing import Any, Iterable
 
-from .. import _core
 from .._version import __version__
 from ..codegen.names import file_component
 from ..compiler import toolchain
@@ -39,7 +38,7 @@ from ..frontend.jit import JITKernel
 from ..logger import progress
 from ..vocab.annotations import DYNAMIC, DynamicDim, Tensor
 from ..vocab.dtypes import to_torch
-from ..vocab.options import RunMode
+from ..vocab.modes import RunMode
 from ..vocab.speckey import UnrecordableValue, tensors_json
 from ..vocab.speckey import encode_value as _encode_value
 
@@ -212,7 +211,7 @@ def _kernel_entry(front, native, examples, libdir: Path, used_libs: set) -> dict
     return {
         "name": name,
         "run_mode": RunMode(int(opts.runtime["run_mode"])).name,
-        "num_threads": int(opts.runtime["device_sched_parallelism"]),
+        "num_threads": int(opts.runtime["sim_threads"]),
         "debug_mode": int(opts.debug["runtime_debug_mode"]),
         "params": _params_json(front, table),
         "dim_names": table["dim_names"],

@@ -89,3 +89,32 @@ def explain(front, native, args, kwargs) -> str:
             details.append(d)
     return (f"kernel '{front.name}': miss; nearest of {len(specs)} specialization(s) differs in: "
             + "; ".join(details))
+
+
+def _call_form(front, args: tuple) -> tuple[tuple, dict]:
+    """The bound arguments (one per parameter) as a call would pass them: keyword-only ones by keyword."""
+    pos, kw = [], {}
+    for p, a in zip(front.params, args):
+        if p.keyword_only:
+            kw[p.name] = a
+        else:
+            pos.append(a)
+    return tuple(pos), kw
+
+
+def miss_reason(front, native, args: tuple) -> str:
+    """Why the bound arguments `args` missed, for the build log (compiler/buildlog.py): the explain text."""
+    if native is None:
+        return "first call"
+    try:
+        pos, kw = _call_form(front, args)
+        text = explain(front, native, pos, kw)
+    except Exception as e:  # the log line must never turn a successful build into a failure
+        return f"(reason unavailable: {type(e).__name__}: {e})"
+    prefix = f"kernel '{front.name}': "
+    return text[len(prefix):] if text.startswith(prefix) else text
+
+
+def tensor_shapes(front, meta: tuple) -> str:
+    """'name: shape' per tensor argument, as the core read them (the build log's DEBUG line)."""
+    return ", ".join(f"{p.name}: {meta[p.kind_index][1]}" for p in front.params if p.kind == TENSOR)

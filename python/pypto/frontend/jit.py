@@ -3,38 +3,31 @@
 Reading top-down: the decorator validates options, reads the signature into the parameter table, prepares the body
 (AST, once), finds the globals to guard, and creates a `pypto._core.JitFunction` — the object the user calls.
 A cache-hit call runs no Python at all. On a miss the core calls `JITKernel._on_miss`, which describes the
-specialization (`SpecializationRequest`), builds it (trace → IR → C++ → shared library, disk-cached) and hands the library
-back to the core.
+specialization (`SpecializationRequest`) and hands it to `compiler.pipeline.miss` (trace → IR → C++ → verified shared
+library, disk-cached); the `MissResult` goes back to the core.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import os
 import sys
 import threading
-import time
 import weakref
-from pathlib import Path
 from typing import Any, Callable, Optional, overload
 
-from .. import _core
+from ..native import core as _core
 from ..codegen.names import check_text
-from ..compiler import cache, pipeline
-from ..compiler.dumps import write_dump
-from ..compiler.torch_reader import ensure_installed
-from .. import logger as _log
-from ..errors import CompileError, KernelDefinitionError
+from ..compiler import pipeline
+from ..errors import KernelDefinitionError
 from ..vocab import options as _options
 from ..vocab.annotations import DYNAMIC, STATIC, DynamicDim
-from ..vocab.dtypes import DataType
-from .buildlog import log_build
-from .explain import explain as explain_call
+from .explain import explain as explain_call, miss_reason, tensor_shapes
 from .guards import collect_guards, function_ast, seen_values
 from .rewrite import prepare
 from .verified import VerifiedKernel
-from ..vocab.params import (CONSTEXPR, SCALAR, TENSOR, DynDim, ScalarArg, SpecializationRequest, TensorArg,
-                        build_params)
+from ..vocab.params import CONSTEXPR, SCALAR, TENSOR, SpecializationRequest, build_params, describe
 
 # the parameter table's encoding names are the core's (core/param_table_json.h)
 _PARAM_KIND = {TENSOR: _core.PARAM_TENSOR, CONSTEXPR: _core.PARAM_CONSTANT, SCALAR: _core.PARAM_SCALAR}
@@ -115,30 +108,14 @@ class JITKernel:
     # -- the miss ------------------------------------------------------------------------------------------
     def specialization_request(self, args: tuple, meta: tuple) -> SpecializationRequest:
         """Describe the specialization selected by the bound arguments `args` (one per parameter); `meta` holds
-        (dtype code, shape) per tensor argument, as the native core read them."""
-        tensors, scalars, constants = [], [], {}
+        (dtype code, shape) per tensor argument, as the native core read them. Constants are checked first."""
         for p, a in zip(self.params, args):
-            if p.kind == TENSOR:
-                ann = p.annotation
-                dtype_code, shape = meta[p.kind_index]
-                dims = []
-                for axis, size in enumerate(shape):
-                    d = ann.shape[axis] if ann.shape is not None and axis < len(ann.shape) else STATIC
-                    if d is DYNAMIC:
-                        dims.append(DynDim(p.name, axis, None))
-                    elif isinstance(d, DynamicDim):
-                        dims.append(DynDim(p.name, axis, d.name))
-                    else:
-                        dims.append(size)
-                tensors.append(TensorArg(p.name, p.kind_index, DataType(dtype_code), tuple(dims), ann.format))
-            elif p.kind == SCALAR:
-                scalars.append(ScalarArg(p.name, p.kind_index, p.annotation.dtype))
-            else:
+            if p.kind == CONSTEXPR:
                 _check_constant(self.name, p.name, a)
-                constants[p.name] = a
-        return SpecializationRequest(self.name, self.params, tensors, scalars, constants, self.options.as_dict())
+        return describe(self.name, self.params, args, meta, self.options)
 
-    def _on_miss(self, args: tuple, key: bytes, meta: tuple):
+    def _on_miss(self, args: tuple, key: bytes, meta: tuple) -> pipeline.MissResult | None:
+        """The core's miss: one build per key (identical concurrent misses wait for it), by `pipeline.miss`."""
         with self._lock:
             job = self._inflight.get(key)
             owner = job is None
@@ -148,12 +125,17 @@ class JITKernel:
             job.done.wait()
             if job.error is not None:
                 raise job.error
-            if job.result is None:
-                return None
-            library, written, _seconds, info, key_text = job.result
-            return (library, written, 0.0, info, key_text)  # the owner accounted for the build time
+            # the owner accounted for the build time
+            return None if job.result is None else dataclasses.replace(job.result, compile_seconds=0.0)
         try:
-            job.result = self._build(args, meta)
+            request = self.specialization_request(args, meta)
+            native = self._native_ref and self._native_ref()
+            job.result = pipeline.miss(self.prepared, request,
+                                       guards=seen_values(self.guards),  # never keeps a value alive the core let go
+                                       reason=lambda: miss_reason(self, native, args),
+                                       shapes=lambda: tensor_shapes(self, meta))
+            if job.result.stage is not None:  # stopped at host_options.compile_stage: nothing to load
+                self.last_stage, job.result = job.result.stage, None
             return job.result
         except BaseException as e:
             job.error = e
@@ -162,52 +144,6 @@ class JITKernel:
             job.done.set()
             with self._lock:
                 self._inflight.pop(key, None)
-
-    def _build(self, args: tuple, meta: tuple):
-        t_reader = time.perf_counter()
-        ensure_installed()  # once per process: the fast torch.Tensor reader for the calls that follow
-        t_reader = time.perf_counter() - t_reader
-
-        request = self.specialization_request(args, meta)
-        stage = self.options.host["compile_stage"]
-        if stage != _options.CompileStage.ALL_COMPLETE:
-            self.last_stage = pipeline.build_until(self.prepared, request, stage)  # trace / C++ / .so, as asked
-            self._dump(self.last_stage)
-            return None  # stop after the requested stage: nothing is launched
-        t0 = time.perf_counter()
-        try:
-            result = pipeline.build(self.prepared, request)
-        except OverflowError as e:   # ir/sym.py refuses to emit an int that would wrap
-            raise ValueError(f"kernel '{self.name}': {e}{_out_of_range(request.constants)}") from None
-        loaded = self._load(result)
-        if loaded is None:  # removed or corrupted since it was checked: build it again, once
-            result = pipeline.build(self.prepared, request)
-            loaded = self._load(result)
-        if loaded is None:
-            raise CompileError(f"kernel '{self.name}': the cached library '{result.library}' fails verification "
-                               f"right after it was built (is another process rewriting the cache?)")
-        seconds = result.compile_seconds if result.compile_seconds else time.perf_counter() - t0
-        self._dump(result)
-        if _log.enabled():  # PYPTO_LOG=info|debug: why this compiled, the time split, the disk cache
-            log_build(self, self._native_ref and self._native_ref(), args, meta, result, t_reader)
-        written = 0
-        for i in result.written:
-            written |= 1 << i
-        info = {"request": request, "result": result,
-                "guards": seen_values(self.guards)}  # never keeps a value alive that the core let go
-        # the core checks that the library it loads carries this key (pypto_spec_key, vocab/speckey.py)
-        return (loaded, written, float(seconds), info, result.spec_key)
-
-    @staticmethod
-    def _load(result):
-        """Verify the library and load it from the descriptor that was hashed (compiler/cache.py); the returned
-        path names the already-loaded library for the core's dlopen."""
-        return cache.load_entry(Path(result.library), Path(result.library + ".sha256"))
-
-    def _dump(self, result) -> None:
-        dbg = self.options.debug
-        if dbg.get("compile_debug_mode"):
-            write_dump(self.name, result, dbg.get("dump_dir"))  # warns, never raises (compiler/dumps.py)
 
     # -- introspection (reached through the native object's attribute fallback) ----------------------------
     def explain(self, *args, **kwargs) -> str:
@@ -218,9 +154,6 @@ class JITKernel:
         return f"<pypto kernel frontend '{self.name}'>"
 
 
-_INT64 = (-(1 << 63), (1 << 63) - 1)
-
-
 _MAX_CONSTANT_BITS = 4096   # far beyond the kernel's 64-bit ints; below Python's 4300-digit limit on int -> str
 
 
@@ -228,7 +161,7 @@ def _check_constant(kernel: str, param: str, value, where: str = "") -> None:
     """Constants keep their value: a mutable array changed in place after specialization would leave a stale
     specialization (the core keys it once), so it is refused on the miss, before anything is built or launched.
     (An int outside the kernel's 64-bit integers may be used at trace time; only if it reaches generated code is it
-    an error: see `_out_of_range`.)"""
+    an error: see compiler/pipeline.py `_out_of_range`.)"""
     if isinstance(value, (tuple, list)):
         for i, v in enumerate(value):
             _check_constant(kernel, param, v, f"{where}[{i}]")
@@ -243,17 +176,6 @@ def _check_constant(kernel: str, param: str, value, where: str = "") -> None:
         raise TypeError(f"kernel '{kernel}': parameter '{param}'{where}: a writable 0-d array constant "
                         f"({type(value).__name__}) could be changed in place after the kernel was specialized for "
                         f"it; pass its value (.item()) or a numpy scalar instead")
-
-
-def _out_of_range(constants: dict) -> str:
-    """Which constant parameters hold ints outside int64 (the likely source of an overflow), for the message."""
-    def big(v):
-        if isinstance(v, (tuple, list)):
-            return any(big(x) for x in v)
-        return isinstance(v, int) and not isinstance(v, bool) and not _INT64[0] <= v <= _INT64[1]
-
-    names = [f"'{k}' = {v!r}" for k, v in constants.items() if big(v)]
-    return f" (from parameter {', '.join(names)}; expected -2**63 <= value < 2**63, or pass a float)" if names else ""
 
 
 def _check_names(fn, names: list) -> None:
@@ -279,7 +201,7 @@ def _make(fn, groups: dict[str, Any]):
     native = _core.JitFunction(front, fn, json.dumps(front.param_table()), [g.native() for g in front.guards],
                                front._on_miss,
                                int(resolved.runtime["run_mode"]),
-                               int(resolved.runtime["device_sched_parallelism"]),
+                               int(resolved.runtime["sim_threads"]),
                                int(resolved.debug["runtime_debug_mode"]))
     front._native_ref = weakref.ref(native)
     if any(isinstance(g, dict) for g in groups.values()):
@@ -310,7 +232,7 @@ class _OptionWatch:
         resolved = _options.validate_options(self.front.name, self.names, **self.groups)
         native = self.front._native_ref()
         if native is not None:
-            native._set_runtime(int(resolved.runtime["run_mode"]), int(resolved.runtime["device_sched_parallelism"]),
+            native._set_runtime(int(resolved.runtime["run_mode"]), int(resolved.runtime["sim_threads"]),
                                 int(resolved.debug["runtime_debug_mode"]))
         self.front.options = resolved
         self.seen = now

@@ -26,9 +26,9 @@ class VerifiedKernel:
             info = next((i for k, i, _l, _s in native._specializations() if (k or b"") == (key or b"")), None)
             if info is not None:
                 front.last_verify = None
-                front.last_verify = verify(front.prepared, info["request"], info["result"].library,
+                front.last_verify = verify(info["result"].kernel_ir, info["request"], info["result"].library,
                                            bind_arguments(front, args, kwargs), front.options,
-                                           int(front.options.runtime["device_sched_parallelism"]),
+                                           int(front.options.runtime["sim_threads"]),
                                            int(front.options.debug["runtime_debug_mode"]))
         return native(*args, **kwargs)
 

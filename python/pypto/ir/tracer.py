@@ -86,21 +86,8 @@ def trace(prepared, request: SpecializationRequest) -> Kernel:
     return Kernel(name=request.kernel_name, tensors=list(request.tensors), scalars=list(request.scalars),
                   constants=dict(request.constants), params=params, scalar_vars=scalar_vars,
                   dyn_vars=dyn_vars, body=b.body, storages=b.storages, written=tuple(sorted(b.written)),
-                  uses_threads=b.uses_threads, runtime_debug_mode=_debug_mode(request.options),
+                  uses_threads=b.uses_threads, runtime_debug_mode=int(request.options.debug["runtime_debug_mode"]),
                   shmem=getattr(b, "shmem", None))
-
-
-def _debug_mode(options) -> int:
-    """debug_options.runtime_debug_mode from a ResolvedOptions object or a plain dict (0 when absent)."""
-    if not options:
-        return 0
-    g = getattr(options, "debug", None)
-    if g is None and isinstance(options, dict):
-        g = options.get("debug") or options.get("debug_options")
-    try:
-        return int((g or {}).get("runtime_debug_mode", 0) or 0)
-    except (AttributeError, TypeError, ValueError):
-        return 0
 
 
 __all__ = ["trace"]

@@ -15,7 +15,7 @@ def loop(*args, name=None, unroll_list=None, parallel=False, step=None, idx_name
 
     Bounds may be symbolic (e.g. from a DYNAMIC dim); the loop variable is a symbolic int. `step` must be a
     non-zero static int. `parallel=True` lets iterations run concurrently on up to
-    runtime_options['device_sched_parallelism'] threads: iterations must be independent.
+    runtime_options['sim_threads'] threads (the CPU simulator's): iterations must be independent.
     `unroll_list=[f, ...]`: the iteration space is covered by unrolled main loops (the body repeated f times
     per pass, largest factor first) and a remainder loop (factor 1).
     `idx_name` (a name for the index) and `submit_before_loop` (an NPU scheduling hint) are accepted as in

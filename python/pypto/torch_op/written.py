@@ -52,7 +52,7 @@ def infer_written(front) -> set[str]:
                 missing.append(f"constant '{p.name}' has no default")
     if missing:
         raise TorchOpError(_cannot_infer(front, "; ".join(missing)))
-    request = SpecializationRequest(front.name, front.params, tensors, scalars, constants, front.options.as_dict())
+    request = SpecializationRequest(front.name, front.params, tensors, scalars, constants, front.options)
     try:
         kernel_ir = trace(front.prepared, request)
     except Exception as e:  # a trace that needs concrete sizes or constants: the user must declare

@@ -12,7 +12,6 @@ import threading
 from dataclasses import dataclass, field
 
 from ..errors import KernelRuntimeError
-from ..ir import trace
 from .launch import launch
 
 
@@ -67,7 +66,7 @@ def _compare(got, golden, rtol, atol):
 
     if got.dtype == getattr(torch, "float4_e2m1fn_x2", None):   # no float conversion in torch: compare the bytes
         got, golden = got.view(torch.uint8), golden.view(torch.uint8)
-    g = golden.to(torch.float64) if golden.dtype != torch.bool else golden.to(torch.float64)
+    g = golden.to(torch.float64)
     a = got.to(torch.float64)
     if tuple(a.shape) != tuple(g.shape):
         return -1, {"got_shape": tuple(a.shape), "golden_shape": tuple(g.shape)}
@@ -92,9 +91,11 @@ def _compare(got, golden, rtol, atol):
                   "abs_diff": float(diff.reshape(-1)[flat])}
 
 
-def verify(prepared, request, library: str, args_by_name: dict, options, num_threads: int = 1,
+def verify(kernel_ir, request, library: str, args_by_name: dict, options, num_threads: int = 1,
            debug_mode: int = 0) -> list:
     """Run every stage on copies of the arguments and compare with the golden data (verify_options).
+    `kernel_ir` is the IR the build traced (compiler/pipeline.py BuildResult.kernel_ir): the interpreter runs
+    exactly what was compiled, without tracing the kernel again.
 
     Stages: TENSOR_GRAPH = the traced IR run by the reference interpreter (verify/interp.py);
     CODEGEN_BINARY = the compiled kernel. Golden for a tensor: the entry of set_verify_golden_data(goldens=...)
@@ -105,11 +106,10 @@ def verify(prepared, request, library: str, args_by_name: dict, options, num_thr
 
     from .interp import UnsupportedOp, interpret  # torch is optional for pypto: needed once verification runs
 
-    vo = options.verify if hasattr(options, "verify") else options.get("verify_options", {})
+    vo = options.verify
     rtol, atol = (float(x) for x in vo.get("pass_verify_error_tol", (1e-3, 1e-3)))
     filt = {str(x).upper() for x in (vo.get("pass_verify_pass_filter") or ())}
     want = (lambda s: not filt or "ALL" in filt or s in filt)
-    kernel_ir = trace(prepared, request)
     name = request.kernel_name
     tspecs = sorted(request.tensors, key=lambda t: t.index)
     inputs = getattr(_golden, "in_out", None)
@@ -151,36 +151,44 @@ def verify(prepared, request, library: str, args_by_name: dict, options, num_thr
             continue
         results[stage] = outs
         _save(vo, name, stage, tspecs, outs)
-        rep = StageReport(stage, "ok")
-        msgs = []
-        for i, t in enumerate(tspecs):
-            if t.index not in written:
-                continue
-            gold = goldens[i] if goldens is not None else None
-            src = "golden data"
-            if gold is None and goldens is None and stage != "TENSOR_GRAPH" and "TENSOR_GRAPH" in results:
-                gold, src = results["TENSOR_GRAPH"][i], "the TENSOR_GRAPH stage (IR interpreter)"
-            if gold is None:
-                continue
-            nbad, worst = _compare(outs[i], gold, rtol, atol)
-            if nbad == 0:
-                continue
-            rep.status = "mismatch"
-            rep.worst[t.param] = worst
-            if nbad < 0:
-                msgs.append(f"tensor '{t.param}': shape {list(worst['got_shape'])} differs from the golden's "
-                            f"{list(worst['golden_shape'])}")
-            else:
-                msgs.append(f"tensor '{t.param}': {nbad} of {outs[i].numel()} elements differ from {src} beyond "
-                            f"rtol={rtol:g}, atol={atol:g}; worst at index {worst['index']}: got {worst['got']!r}, "
-                            f"golden {worst['golden']!r} (|diff| {worst['abs_diff']:.6g})")
-        rep.detail = "; ".join(msgs)
+        rep = _compare_stage(stage, tspecs, written, outs, goldens, results, rtol, atol)
         reports.append(rep)
-        if msgs:
-            failures.append(f"stage {stage}: " + "; ".join(msgs))
+        if rep.detail:
+            failures.append(f"stage {stage}: {rep.detail}")
     if failures:
         raise KernelRuntimeError(f"kernel '{name}': pass verify failed: " + " | ".join(failures))
     return reports
+
+
+def _compare_stage(stage: str, tspecs, written: set, outs, goldens, results: dict, rtol: float,
+                   atol: float) -> StageReport:
+    """The report of one stage: each tensor the kernel writes against its golden (the given golden data, else the
+    TENSOR_GRAPH stage's result); `detail` names every tensor outside the tolerance."""
+    rep = StageReport(stage, "ok")
+    msgs = []
+    for i, t in enumerate(tspecs):
+        if t.index not in written:
+            continue
+        gold = goldens[i] if goldens is not None else None
+        src = "golden data"
+        if gold is None and goldens is None and stage != "TENSOR_GRAPH" and "TENSOR_GRAPH" in results:
+            gold, src = results["TENSOR_GRAPH"][i], "the TENSOR_GRAPH stage (IR interpreter)"
+        if gold is None:
+            continue
+        nbad, worst = _compare(outs[i], gold, rtol, atol)
+        if nbad == 0:
+            continue
+        rep.status = "mismatch"
+        rep.worst[t.param] = worst
+        if nbad < 0:
+            msgs.append(f"tensor '{t.param}': shape {list(worst['got_shape'])} differs from the golden's "
+                        f"{list(worst['golden_shape'])}")
+        else:
+            msgs.append(f"tensor '{t.param}': {nbad} of {outs[i].numel()} elements differ from {src} beyond "
+                        f"rtol={rtol:g}, atol={atol:g}; worst at index {worst['index']}: got {worst['got']!r}, "
+                        f"golden {worst['golden']!r} (|diff| {worst['abs_diff']:.6g})")
+    rep.detail = "; ".join(msgs)
+    return rep
 
 
 def _save(vo, name, stage, tspecs, outs):

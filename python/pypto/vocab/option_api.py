@@ -22,7 +22,7 @@ __all__ = ["set_host_options", "set_runtime_options", "set_codegen_options", "se
 def _set(group: str, values: dict[str, Any]) -> None:
     # the reference passes CompStage members by value; ours is an IntEnum, either form validates
     given = {k: v for k, v in values.items() if v is not None}
-    checked = _o._check_group(f"pypto.set_{_o._SHORT[group]}_options", group, given)
+    checked = _o._check_group(f"pypto.set_{_o.SHORT_NAMES[group]}_options", group, given)
     _o._GLOBAL[group].update(checked)
 
 
@@ -59,7 +59,7 @@ def _pair(group: str):
     def getter() -> dict[str, Any]:
         return _get(group)
 
-    short = _o._SHORT[group]
+    short = _o.SHORT_NAMES[group]
     setter.__name__, getter.__name__ = f"set_{short}_options", f"get_{short}_options"
     setter.__doc__ = (f"`pypto.set_{short}_options(key=value, ...)` (or a dict): process-wide {group} for kernels "
                       f"decorated afterwards; validated like `@jit({group}=...)`.")

@@ -5,12 +5,15 @@ Also the description of one specialization (`SpecializationRequest`) handed to t
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from .annotations import DYNAMIC, STATIC, DynamicDim, Scalar, Tensor, TileOpFormat
 from .dtypes import DataType
 from ..errors import KernelDefinitionError
+
+if TYPE_CHECKING:
+    from .options import ResolvedOptions
 
 TENSOR, CONSTEXPR, SCALAR = "tensor", "constexpr", "scalar"
 
@@ -140,7 +143,7 @@ class SpecializationRequest:
     tensors: list[TensorArg]
     scalars: list[ScalarArg]
     constants: dict[str, Any]       # constexpr parameter name -> value
-    options: dict = field(default_factory=dict)   # resolved option groups
+    options: "ResolvedOptions"      # every option group, resolved (vocab/options.py)
 
     def arg_for(self, name: str):
         for t in self.tensors:
@@ -150,6 +153,34 @@ class SpecializationRequest:
             if s.param == name:
                 return s
         return self.constants[name]
+
+
+def describe(kernel_name: str, params: list[Param], args: tuple, tensor_meta: tuple,
+             options: "ResolvedOptions") -> SpecializationRequest:
+    """The specialization selected by the bound arguments `args` (one per parameter): `tensor_meta` holds
+    (dtype code, shape) per tensor argument, as the native core read them. A dim the annotation makes DYNAMIC or
+    names is a DynDim (read at run time); every other dim is keyed by its size. The one description of a
+    specialization: the frontend's miss and `pypto.testing` both build theirs here."""
+    tensors, scalars, constants = [], [], {}
+    for p, a in zip(params, args):
+        if p.kind == TENSOR:
+            ann = p.annotation
+            dtype_code, shape = tensor_meta[p.kind_index]
+            dims = []
+            for axis, size in enumerate(shape):
+                d = ann.shape[axis] if ann.shape is not None and axis < len(ann.shape) else STATIC
+                if d is DYNAMIC:
+                    dims.append(DynDim(p.name, axis, None))
+                elif isinstance(d, DynamicDim):
+                    dims.append(DynDim(p.name, axis, d.name))
+                else:
+                    dims.append(int(size))
+            tensors.append(TensorArg(p.name, p.kind_index, DataType(dtype_code), tuple(dims), ann.format))
+        elif p.kind == SCALAR:
+            scalars.append(ScalarArg(p.name, p.kind_index, p.annotation.dtype))
+        else:
+            constants[p.name] = a
+    return SpecializationRequest(kernel_name, list(params), tensors, scalars, constants, options)
 
 
 def dim_kind(d) -> str:

@@ -13,7 +13,7 @@ import json
 import struct
 from typing import Any
 
-from .. import _core
+from ..native import core as _core
 from .params import DynDim
 
 

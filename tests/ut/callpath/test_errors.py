@@ -401,7 +401,8 @@ def test_unknown_option_key():
 
 
 @pytest.mark.parametrize("group, key, value, parts", [
-    ("runtime_options", "device_sched_parallelism", 65, ["device_sched_parallelism", "65", "1", "64"]),
+    ("runtime_options", "device_sched_parallelism", 9, ["device_sched_parallelism", "9", "1", "8"]),
+    ("runtime_options", "sim_threads", 65, ["sim_threads", "65", "1", "64"]),
     ("runtime_options", "device_sched_mode", -1, ["device_sched_mode", "-1", "0", "3"]),
     ("debug_options", "runtime_debug_mode", 5, ["runtime_debug_mode", "5", "4"]),
 ])

@@ -375,7 +375,7 @@ def test_reference_loop_keywords():
 
 
 def test_branches_inside_parallel_loops_with_bounds_checks():
-    @pypto.frontend.jit(runtime_options={"device_sched_parallelism": 4}, debug_options={"runtime_debug_mode": 4})
+    @pypto.frontend.jit(runtime_options={"sim_threads": 4}, debug_options={"runtime_debug_mode": 4})
     def k(x: D4, out: D4, lim: I32):
         for i in pypto.loop(0, x.shape[0], 1, unroll_list=[2], parallel=True):
             if i < lim:

@@ -132,8 +132,8 @@ def _par_body(x: pypto.Tensor([pypto.DYNAMIC, 64], F32), out: pypto.Tensor([pypt
         pypto.assemble(r, [i * 8, 0], out)
 
 
-k_par1 = pypto.frontend.jit(_par_body, runtime_options={"device_sched_parallelism": 1})
-k_par8 = pypto.frontend.jit(_par_body, runtime_options={"device_sched_parallelism": 8})
+k_par1 = pypto.frontend.jit(_par_body, runtime_options={"sim_threads": 1})
+k_par8 = pypto.frontend.jit(_par_body, runtime_options={"sim_threads": 8})
 
 
 @pytest.mark.parametrize("n", [1, 8, 61, 200])
@@ -166,7 +166,7 @@ extern "C" __attribute__((visibility("default"))) int probe(int64_t n, int32_t n
 @pytest.mark.parametrize("n,threads,expected", [(64, 1, 1), (64, 4, 4), (64, 8, 8), (3, 8, 3), (0, 4, 0)])
 def test_parallel_for_uses_up_to_num_threads(n, threads, expected):
     """The generated parallel loop dispatches through pypto_rt::parallel_for(count, ctx->num_threads, ...)
-    (ctx->num_threads = runtime_options['device_sched_parallelism']): it must really use that many threads."""
+    (ctx->num_threads = runtime_options['sim_threads']): it must really use that many threads."""
     import ctypes
 
     from pypto.compiler import compile_source
@@ -189,14 +189,14 @@ def _heavy_par(a: pypto.Tensor([pypto.STATIC, pypto.STATIC], F32), b: pypto.Tens
 
 
 @pytest.mark.parametrize("parallelism", [1, 3, 6])
-def test_parallel_loop_uses_device_sched_parallelism_threads(parallelism):
+def test_parallel_loop_runs_on_sim_threads(parallelism):
     """End to end: while the kernel runs (the native core releases the GIL for big tensors) a watcher thread
     counts this process's threads: serial kernels start none, parallel ones run on the process-wide pool
-    (kernel_par.h, threads named pypto-pool), which then has at least device_sched_parallelism - 1 workers."""
+    (kernel_par.h, threads named pypto-pool), which then has at least sim_threads - 1 workers."""
     import os
     import threading
 
-    k = pypto.frontend.jit(_heavy_par, runtime_options={"device_sched_parallelism": parallelism})
+    k = pypto.frontend.jit(_heavy_par, runtime_options={"sim_threads": parallelism})
     a, b = _rand(1024, 512, seed=1) * 0.05, _rand(512, 512, seed=2) * 0.05
     out = torch.zeros(1024, 512)
     k(a, b, out)                                   # build first
@@ -226,7 +226,7 @@ def test_parallel_loop_uses_device_sched_parallelism_threads(parallelism):
 
 
 def test_parallel_unrolled_loop():
-    @pypto.frontend.jit(runtime_options={"device_sched_parallelism": 4})
+    @pypto.frontend.jit(runtime_options={"sim_threads": 4})
     def k(x: D4, out: D4):
         for i in pypto.loop(0, x.shape[0], 1, unroll_list=[3], parallel=True):
             out[i:i + 1, :] = x[i:i + 1, :] * 3.0 - 1.0
@@ -319,7 +319,7 @@ def test_loop_forms_and_symbolic_scalars():
 
 
 def test_parallel_loop_threads():
-    @pypto.frontend.jit(runtime_options={"device_sched_parallelism": 4})
+    @pypto.frontend.jit(runtime_options={"sim_threads": 4})
     def k(x: pypto.Tensor([pypto.DYNAMIC, 64], pypto.DT_FP32), out: pypto.Tensor([pypto.DYNAMIC, 64], pypto.DT_FP32)):
         n = x.shape[0]
         for i in pypto.loop(0, (n + 7) // 8, parallel=True):

@@ -202,7 +202,7 @@ def _rand_kernel(dist, shape, key, counter, dt, threads=None):
 
     def k(o: T):
         o[:] = fn(shape, [key], [0, counter], [1], dt)
-    opts = {} if threads is None else {"runtime_options": {"device_sched_parallelism": threads}}
+    opts = {} if threads is None else {"runtime_options": {"sim_threads": threads}}
     return pypto.frontend.jit(k, **opts)
 
 

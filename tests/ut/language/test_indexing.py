@@ -338,7 +338,7 @@ def test_atomic_add_makes_its_enclosing_parallel_loops_serial():
 
 @pytest.mark.parametrize("td", [torch.float32, torch.float16, torch.int32])
 def test_atomic_add_overlapping_in_a_parallel_loop_is_deterministic(td):
-    @pypto.frontend.jit(runtime_options={"device_sched_parallelism": 4})
+    @pypto.frontend.jit(runtime_options={"sim_threads": 4})
     def k(src: T([DYN, 8]), dst: T([4, 8])):
         n = src.shape[0]
         for i in pypto.loop(n, parallel=True):

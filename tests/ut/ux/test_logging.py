@@ -13,7 +13,7 @@ import torch
 
 import pypto
 from pypto import logger as plog
-from pypto.frontend import buildlog
+from pypto.frontend import explain as explain_module
 
 
 def _make():
@@ -45,7 +45,7 @@ def test_each_build_is_logged_with_its_reason_split_and_cache(caplog):
 def test_disabled_logger_never_computes_the_reason(monkeypatch):
     assert not logging.getLogger("pypto").isEnabledFor(logging.INFO) or os.environ.get("PYPTO_LOG")
     calls = []
-    monkeypatch.setattr(buildlog, "explain", lambda *a: calls.append(a) or "")
+    monkeypatch.setattr(explain_module, "explain", lambda *a: calls.append(a) or "")  # the log's reason
     monkeypatch.setattr(logging.getLogger("pypto"), "level", logging.WARNING)
     k = _make()
     a, out = torch.randn(8), torch.zeros(8)

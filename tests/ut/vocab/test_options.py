@@ -53,7 +53,8 @@ INT_OPTIONS = [
     ("runtime_options", "stitch_function_max_num", 128, 1, 1024),
     ("runtime_options", "max_workspace_kb", 0, 0, I32),
     ("runtime_options", "valid_shape_optimize", 0, 0, 1),
-    ("runtime_options", "device_sched_parallelism", max(1, min(64, len(os.sched_getaffinity(0)))), 1, 64),
+    ("runtime_options", "device_sched_parallelism", 1, 1, 8),     # the reference's range and default
+    ("runtime_options", "sim_threads", max(1, min(64, len(os.sched_getaffinity(0)))), 1, 64),
     ("runtime_options", "launch_early_mode", 0, 0, 2),
     ("pass_options", "auto_mix_partition", 0, 0, 1),
     ("pass_options", "sg_set_tunevf_mode", 0, 0, 2),
@@ -126,7 +127,8 @@ def test_all_defaults():
                             "compile_monitor_print_interval": 60, "cache_max_size": 0}
     assert dict(o.runtime) == {"run_mode": RunMode.SIM, "device_sched_mode": 0, "stitch_function_max_num": 128,
                                "max_workspace_kb": 0, "valid_shape_optimize": 0, "ready_on_host_tensors": (),
-                               "device_sched_parallelism": max(1, min(64, len(os.sched_getaffinity(0)))),
+                               "device_sched_parallelism": 1,
+                               "sim_threads": max(1, min(64, len(os.sched_getaffinity(0)))),
                                "launch_sched_aicpu_num": 7,
                                "launch_early_mode": 0}
     assert dict(o.codegen) == {"support_dynamic_aligned": False, "enable_pmu_trace": False, "soc_version": "",
@@ -721,3 +723,17 @@ def test_module_public_names():
         assert hasattr(O, name)
     assert int(RunMode.NPU) == 0 and int(RunMode.SIM) == 1
     assert repr(RunMode.SIM) == "pypto.RunMode.SIM"
+
+
+def test_sim_threads_default_comes_from_its_environment_variable(monkeypatch):
+    """The CPU simulator's threads are their own option (runtime_options["sim_threads"], PYPTO_SIM_THREADS); the
+    reference's device_sched_parallelism keeps its own range and default and does not change them."""
+    monkeypatch.setenv("PYPTO_SIM_THREADS", "3")
+    o = resolve(runtime_options={"device_sched_parallelism": 8})
+    assert o.runtime["sim_threads"] == 3 and o.runtime["device_sched_parallelism"] == 8
+    assert resolve(runtime_options={"sim_threads": 5}).runtime["sim_threads"] == 5   # the option wins
+    for bad in ("0", "65", "four"):
+        monkeypatch.setenv("PYPTO_SIM_THREADS", bad)
+        with pytest.raises(OptionError) as e:
+            resolve()
+        assert "PYPTO_SIM_THREADS" in str(e.value) and repr(bad) in str(e.value) and "1..64" in str(e.value)

@@ -1,0 +1,19 @@
+"""The native core this process uses, chosen once: `pypto._core`, or the build with the hit path's per-stage counters.
+
+`PYPTO_PROFILE=1` (set before the first import of pypto) selects `pypto._core_prof` (`pypto.bench --breakdown`);
+the default build has no counters, so they cost nothing when off. Every layer takes the core from here
+(`from ..native import core`) instead of relying on the package `__init__` to have made the choice first.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+
+if os.environ.get("PYPTO_PROFILE", "0") not in ("", "0"):
+    core = importlib.import_module(__package__ + "._core_prof")
+    sys.modules[__package__ + "._core"] = core  # `import pypto._core` elsewhere names the same module
+else:
+    core = importlib.import_module(__package__ + "._core")
+
+__all__ = ["core"]
