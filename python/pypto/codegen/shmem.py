@@ -62,7 +62,10 @@ class ShmemEmitter:
         ct = ctype(view.dtype)
         fn = "put_add" if op.attrs["add"] else "put_set"
         ivars, opened = self.nest(src.shape, None, ivdep=False)
-        self.line(f"pypto_shmem::{fn}<{ct}>(&{qd}[{self.index(view, ivars)}], {qs}[{self.index(src, ivars)}]);")
+        val = f"{qs}[{self.index(src, ivars)}]"
+        if src.dtype != view.dtype:      # fp16/bf16 added into fp32
+            val = f"pypto_rt::Cvt<{ct}>::from({val})"
+        self.line(f"pypto_shmem::{fn}<{ct}>(&{qd}[{self.index(view, ivars)}], {val});")
         self.close(opened)
 
     def op_shmem_get(self, op: Op):

@@ -232,8 +232,11 @@ def _put(src, offsets, dst, dst_pe, put_op, pred, op):
     src = check_tensor(src, op, "src")
     dst = _shmem(dst, op, "dst")
     _preds(b, op, pred)
-    if src.dtype != dst.dtype:
-        raise b.error(op, f"src dtype {src.dtype.short} differs from the shmem tensor's {dst.dtype.short}")
+    add = _atomic(b, op, "put_op", put_op)
+    widening = add and src.dtype in (DT.DT_FP16, DT.DT_BF16) and dst.dtype == DT.DT_FP32
+    if src.dtype != dst.dtype and not widening:   # (the reference's rule: ADD of fp16/bf16 may accumulate in fp32)
+        raise b.error(op, f"src dtype {src.dtype.short} differs from the shmem tensor's {dst.dtype.short} (only an "
+                          f"ADD put of fp16/bf16 into an fp32 shmem tensor converts)")
     offsets = check_int_list(offsets, op, "offsets")
     if len(offsets) != len(dst.data.shape) or len(src.shape) != len(offsets):
         raise b.error(op, f"offsets {fmt_shape(offsets)} and src shape {fmt_shape(src.shape)} need one entry per "
@@ -241,7 +244,6 @@ def _put(src, offsets, dst, dst_pe, put_op, pred, op):
     if any(c is None for c in src.cap):
         raise b.error(op, "src needs a bounded shape (a tile: pypto.view with valid_shape=)")
     view = _window(dst.data, offsets, src.shape, src.cap, op)
-    add = _atomic(b, op, "put_op", put_op)
     pe = _pe(b, op, "dst_pe", dst_pe, dst.alloc.n_pes)
     return b.op("shmem_put", _token(b), [src, view], a=dst.alloc.index, pe=pe, add=add)
 

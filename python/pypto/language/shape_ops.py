@@ -171,8 +171,8 @@ def _valid_region(dst: Value, src: Value, op: str) -> Value:
     """The part of dst that a tile with a smaller valid region writes: a tile whose static capacity (cap) is
     dst's shape but whose valid_shape is smaller on some dims (view/full/reshape with valid_shape=) writes only
     its valid region, from dst's origin; the rest of dst keeps its values (the reference's semantics). So does a
-    tile whose valid size is symbolic with a static capacity no larger than dst's dim. Other shapes go through the
-    usual checks."""
+    tile whose valid size is symbolic with a static capacity no larger than dst's dim (or dst's dim is symbolic:
+    the window's run-time check keeps the write inside dst). Other shapes go through the usual checks."""
     if len(src.shape) != len(dst.shape):
         return dst
     narrowed = False
@@ -184,7 +184,7 @@ def _valid_region(dst: Value, src: Value, op: str) -> Value:
             continue
         # a symbolic valid size bounded by a static capacity that fits dst: the reference's slice write is an
         # assemble at the slice's start (`a[i:] = tile` writes the tile's valid rows from row i)
-        if isinstance(sd, S.Sym) and isinstance(dd, int) and isinstance(c, int) and c <= dd:
+        if isinstance(sd, S.Sym) and isinstance(c, int) and (isinstance(dd, S.Sym) or c <= dd):
             narrowed = True
             continue
         return dst
