@@ -305,7 +305,9 @@ def shmem_signal(src, src_pe, signal, shape=None, offsets=None, *, target_pe, si
 def shmem_wait_until(src, src_pe, cmp_value=0, shape=None, offsets=None, *, cmp=OpType.EQ, clear_signal=False,
                      pred=None):
     """Wait on this rank until every signal slot of region [offsets, shape] of `src` (rank `src_pe`'s data)
-    equals `cmp_value`; clear_signal=True resets the slots to 0 afterwards. Bounded by
+    equals `cmp_value`. clear_signal=True consumes the signal: the wait ends when a slot has reached `cmp_value`
+    and takes exactly `cmp_value` off it, so a count a fast peer has already added for the next round survives
+    (the slot reads 0 again when nothing more arrived: the reference's reset). Bounded by
     pypto.distributed.set_timeout (then an error naming kernel, rank, group, slot, expected, last seen)."""
     op = "shmem_wait_until"
     b = current(op)
