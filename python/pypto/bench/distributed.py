@@ -32,16 +32,19 @@ COLS = 256
 def oneshot_allreduce(x: pypto.Tensor([pypto.STATIC, pypto.STATIC], pypto.DT_FP32),
                       out: pypto.Tensor([pypto.STATIC, pypto.STATIC], pypto.DT_FP32), group, world):
     rows, cols = x.shape
-    pypto.set_vec_tile_shapes(min(rows, 64), cols)
+    t = min(rows, 16)                  # row tiles of <= 16 KiB: the gets and sums stay in stack buffers
+    pypto.set_vec_tile_shapes(t, cols)
     sh = D.create_shmem_tensor(group, world, pypto.DT_FP32, [rows, cols])
     sig = D.create_shmem_signal(group, world)
     me = D.my_symbolic_pe(group)
-    D.shmem_put(x, [0, 0], sh, me)
+    for i in pypto.loop(rows // t):
+        D.shmem_put(pypto.view(x, [t, cols], [i * t, 0]), [i * t, 0], sh, me)
     D.shmem_barrier_all(sig)
-    acc = D.shmem_get(sh, 0)
-    for pe in range(1, world):
-        acc = acc + D.shmem_get(sh, pe)
-    out[:] = acc
+    for i in pypto.loop(rows // t):
+        acc = D.shmem_get(sh, 0, [t, cols], [i * t, 0])
+        for pe in range(1, world):
+            acc = acc + D.shmem_get(sh, pe, [t, cols], [i * t, 0])
+        out[i * t:(i + 1) * t, :] = acc
     D.shmem_barrier_all(sig)
 
 

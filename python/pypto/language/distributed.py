@@ -57,7 +57,8 @@ class ShmemAlloc:
 class ShmemPlan:
     """The shmem tensors of one kernel, per group; `layout()` places them (deterministic: trace order)."""
 
-    def __init__(self):
+    def __init__(self, kernel_name: str = ""):
+        self.kernel_name = kernel_name   # in the digest: each kernel has windows of its own
         self.groups: list = []
         self.allocs: list = []
         self.pe_vars: dict = {}
@@ -71,7 +72,7 @@ class ShmemPlan:
         """[(group, digest, bytes)] per group, setting each alloc's offsets."""
         out = []
         for gi, g in enumerate(self.groups):
-            cur, desc = 0, [g]
+            cur, desc = 0, [g, self.kernel_name]
             for a in self.allocs:
                 if a.group_index != gi:
                     continue
@@ -117,7 +118,7 @@ class ShmemTensor:
 
 def _plan(b) -> ShmemPlan:
     if getattr(b, "shmem", None) is None:
-        b.shmem = ShmemPlan()
+        b.shmem = ShmemPlan(b.kernel_name)
     return b.shmem
 
 
