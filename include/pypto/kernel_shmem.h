@@ -57,7 +57,7 @@ PYPTO_SHMEM_API int64_t pypto_shmem_timeout_ns(void);
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
-#include <string.h>
+#include <cstring>
 #include <time.h>
 
 namespace pypto_shmem {

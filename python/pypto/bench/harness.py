@@ -130,6 +130,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--plain", action="store_true", help="plain-text tables even when rich is installed")
     p.add_argument("--kernels", action="store_true",
                    help="kernel speed instead: pypto vs torch eager vs a copy (pypto/bench/kernel_speed.py)")
+    p.add_argument("--distributed", action="store_true",
+                   help="multi-rank instead: one-shot all-reduce kernel vs torch.distributed (gloo), put+signal+wait "
+                        "latency (pypto/bench/distributed.py)")
+    p.add_argument("--dist-world", dest="dist_world", type=int, action="append", metavar="N",
+                   help="with --distributed: this many ranks (repeatable; default 2 and 4)")
+    p.add_argument("--dist-kib", dest="dist_kib", type=int, action="append", metavar="KIB",
+                   help="with --distributed: this tensor size in KiB (repeatable; default 4 KiB to 64 MiB)")
     p.add_argument("--only", dest="only", action="append", metavar="TEXT",
                    help="with --kernels: only the kernels whose name contains TEXT (repeatable)")
     p.add_argument("--threads", dest="threads", type=int, action="append", metavar="N",
@@ -162,6 +169,9 @@ def main(argv=None) -> None:
     if args.kernels:
         from . import kernel_speed
         return kernel_speed.main(args)
+    if args.distributed:
+        from . import distributed
+        return distributed.main(args)
     if args.child:
         kind, *rest = args.child
         {"callgrind": lambda: callgrind.child(int(rest[0])), "breakdown": lambda: breakdown.child(int(rest[0])),

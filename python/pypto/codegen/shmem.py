@@ -62,7 +62,10 @@ class ShmemEmitter:
         ct = ctype(view.dtype)
         fn = "put_add" if op.attrs["add"] else "put_set"
         ivars, opened = self.nest(src.shape, None, ivdep=False)
-        self.line(f"pypto_shmem::{fn}<{ct}>(&{qd}[{self.index(view, ivars)}], {qs}[{self.index(src, ivars)}]);")
+        val = f"{qs}[{self.index(src, ivars)}]"
+        if src.dtype != view.dtype:      # fp16/bf16 added into fp32
+            val = f"pypto_rt::Cvt<{ct}>::from({val})"
+        self.line(f"pypto_shmem::{fn}<{ct}>(&{qd}[{self.index(view, ivars)}], {val});")
         self.close(opened)
 
     def op_shmem_get(self, op: Op):
@@ -125,10 +128,15 @@ class ShmemEmitter:
         slot, opened = self._tiles(op, a, "shmem_wait_until", src_pe)
         s = self.fresh("slot")
         self.line(f"const int64_t {s} = {slot};")
-        self.line(f"if (pypto_shmem::wait_for(ctx, {w}, {grid} + {s}, (int32_t)({S.to_cpp(at['value'])}), false, "
+        # clear_signal consumes: wait until the slot reaches the value, then take exactly that much off, so that a
+        # fast peer's next signal (already added) is kept for the next wait instead of breaking an exact compare
+        ge = "true" if at["clear"] else "false"
+        v = self.fresh("want")
+        self.line(f"const int32_t {v} = (int32_t)({S.to_cpp(at['value'])});")
+        self.line(f"if (pypto_shmem::wait_for(ctx, {w}, {grid} + {s}, {v}, {ge}, "
                   f"{self._kn}, \"shmem_wait_until\", {s} - {src_pe} * {a.ntiles()}, {src_pe})) return 1;")
         if at["clear"]:
-            self.line(f"__atomic_store_n({grid} + {s}, 0, __ATOMIC_RELAXED);")
+            self.line(f"__atomic_fetch_sub({grid} + {s}, {v}, __ATOMIC_ACQ_REL);")
         self.close(opened)
 
     def op_shmem_barrier(self, op: Op):

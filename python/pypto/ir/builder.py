@@ -146,18 +146,20 @@ class Builder:
 
     def op(self, kind: str, out: Value, ins, **attrs) -> Value:
         tile = attrs.get("tile")
+        check_m = attrs.pop("check_m", True)
         if tile:
-            self._check_tile(attrs.get("fn") if isinstance(attrs.get("fn"), str) else kind, out, ins, tile)
+            self._check_tile(attrs.get("fn") if isinstance(attrs.get("fn"), str) else kind, out, ins, tile, check_m)
         self.emit(Op(kind, out, list(ins), attrs))
         return out
 
-    def _check_tile(self, kind, out, ins, tile):
-        """The tiling in effect must fit the op (as the reference checks when an op uses it)."""
+    def _check_tile(self, kind, out, ins, tile, check_m=True):
+        """The tiling in effect must fit the op (as the reference checks when an op uses it: a matmul's m tile only
+        when A is transposed, check_m)."""
         values = [v for v in ins if isinstance(v, Value)] + [out]
         if isinstance(tile, dict):      # cube tiles (matmul): 32-byte alignment for the input dtype
             dt = values[0].dtype
             align = 32 if dt.itemsize == 1 else 16
-            for nm in ("m", "k", "n"):
+            for nm in ("m", "k", "n") if check_m else ("k", "n"):
                 for x in tile[nm][:2]:
                     if x % align:
                         raise self.error(kind, f"set_cube_tile_shapes: {nm} tile {x} is not aligned: with "

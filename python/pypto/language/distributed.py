@@ -57,7 +57,8 @@ class ShmemAlloc:
 class ShmemPlan:
     """The shmem tensors of one kernel, per group; `layout()` places them (deterministic: trace order)."""
 
-    def __init__(self):
+    def __init__(self, kernel_name: str = ""):
+        self.kernel_name = kernel_name   # in the digest: each kernel has windows of its own
         self.groups: list = []
         self.allocs: list = []
         self.pe_vars: dict = {}
@@ -71,7 +72,7 @@ class ShmemPlan:
         """[(group, digest, bytes)] per group, setting each alloc's offsets."""
         out = []
         for gi, g in enumerate(self.groups):
-            cur, desc = 0, [g]
+            cur, desc = 0, [g, self.kernel_name]
             for a in self.allocs:
                 if a.group_index != gi:
                     continue
@@ -117,7 +118,7 @@ class ShmemTensor:
 
 def _plan(b) -> ShmemPlan:
     if getattr(b, "shmem", None) is None:
-        b.shmem = ShmemPlan()
+        b.shmem = ShmemPlan(b.kernel_name)
     return b.shmem
 
 
@@ -232,8 +233,11 @@ def _put(src, offsets, dst, dst_pe, put_op, pred, op):
     src = check_tensor(src, op, "src")
     dst = _shmem(dst, op, "dst")
     _preds(b, op, pred)
-    if src.dtype != dst.dtype:
-        raise b.error(op, f"src dtype {src.dtype.short} differs from the shmem tensor's {dst.dtype.short}")
+    add = _atomic(b, op, "put_op", put_op)
+    widening = add and src.dtype in (DT.DT_FP16, DT.DT_BF16) and dst.dtype == DT.DT_FP32
+    if src.dtype != dst.dtype and not widening:   # (the reference's rule: ADD of fp16/bf16 may accumulate in fp32)
+        raise b.error(op, f"src dtype {src.dtype.short} differs from the shmem tensor's {dst.dtype.short} (only an "
+                          f"ADD put of fp16/bf16 into an fp32 shmem tensor converts)")
     offsets = check_int_list(offsets, op, "offsets")
     if len(offsets) != len(dst.data.shape) or len(src.shape) != len(offsets):
         raise b.error(op, f"offsets {fmt_shape(offsets)} and src shape {fmt_shape(src.shape)} need one entry per "
@@ -241,7 +245,6 @@ def _put(src, offsets, dst, dst_pe, put_op, pred, op):
     if any(c is None for c in src.cap):
         raise b.error(op, "src needs a bounded shape (a tile: pypto.view with valid_shape=)")
     view = _window(dst.data, offsets, src.shape, src.cap, op)
-    add = _atomic(b, op, "put_op", put_op)
     pe = _pe(b, op, "dst_pe", dst_pe, dst.alloc.n_pes)
     return b.op("shmem_put", _token(b), [src, view], a=dst.alloc.index, pe=pe, add=add)
 
@@ -303,7 +306,9 @@ def shmem_signal(src, src_pe, signal, shape=None, offsets=None, *, target_pe, si
 def shmem_wait_until(src, src_pe, cmp_value=0, shape=None, offsets=None, *, cmp=OpType.EQ, clear_signal=False,
                      pred=None):
     """Wait on this rank until every signal slot of region [offsets, shape] of `src` (rank `src_pe`'s data)
-    equals `cmp_value`; clear_signal=True resets the slots to 0 afterwards. Bounded by
+    equals `cmp_value`. clear_signal=True consumes the signal: the wait ends when a slot has reached `cmp_value`
+    and takes exactly `cmp_value` off it, so a count a fast peer has already added for the next round survives
+    (the slot reads 0 again when nothing more arrived: the reference's reset). Bounded by
     pypto.distributed.set_timeout (then an error naming kernel, rank, group, slot, expected, last seen)."""
     op = "shmem_wait_until"
     b = current(op)

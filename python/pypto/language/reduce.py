@@ -233,7 +233,7 @@ def _matmul(a, b, out_dtype, a_trans, b_trans, op):
             batch, bcap = (ba,), (a.cap[0],)
     out = bld.new_temp(out_dtype, batch + (M, N), bcap + (a.cap[-2], b.cap[-1]))
     ct = DT.DT_FP64 if a.dtype == DT.DT_FP64 else (DT.DT_FP32 if a.dtype.is_float else DT.DT_INT64)
-    return bld.op("matmul", out, [a, b], ct=ct, tile=bld.cube_tile)
+    return bld.op("matmul", out, [a, b], ct=ct, tile=bld.cube_tile, check_m=a_trans)
 
 
 __all__ = ["sum", "amax", "amin", "prod", "mean", "softmax", "rms_norm", "cumsum", "cumprod", "matmul"]

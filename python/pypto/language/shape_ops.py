@@ -170,17 +170,24 @@ def getitem(t: Value, idx, op="getitem") -> Value:
 def _valid_region(dst: Value, src: Value, op: str) -> Value:
     """The part of dst that a tile with a smaller valid region writes: a tile whose static capacity (cap) is
     dst's shape but whose valid_shape is smaller on some dims (view/full/reshape with valid_shape=) writes only
-    its valid region, from dst's origin; the rest of dst keeps its values (the reference's semantics). Only
-    static sizes are narrowed here; other shapes go through the usual checks."""
+    its valid region, from dst's origin; the rest of dst keeps its values (the reference's semantics). So does a
+    tile whose valid size is symbolic with a static capacity no larger than dst's dim (or dst's dim is symbolic:
+    the window's run-time check keeps the write inside dst). Other shapes go through the usual checks."""
     if len(src.shape) != len(dst.shape):
         return dst
     narrowed = False
     for sd, dd, c in zip(src.shape, dst.shape, src.cap):
         if sd is dd or (isinstance(sd, int) and isinstance(dd, int) and sd == dd):
             continue
-        if not (isinstance(sd, int) and isinstance(dd, int) and isinstance(c, int) and sd < dd == c):
-            return dst
-        narrowed = True
+        if isinstance(sd, int) and isinstance(dd, int) and isinstance(c, int) and sd < dd == c:
+            narrowed = True
+            continue
+        # a symbolic valid size bounded by a static capacity that fits dst: the reference's slice write is an
+        # assemble at the slice's start (`a[i:] = tile` writes the tile's valid rows from row i)
+        if isinstance(sd, S.Sym) and isinstance(c, int) and (isinstance(dd, S.Sym) or c <= dd):
+            narrowed = True
+            continue
+        return dst
     if not narrowed:
         return dst
     return _window(dst, [0] * len(dst.shape), tuple(src.shape), tuple(src.shape), op)

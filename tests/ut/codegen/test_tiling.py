@@ -183,7 +183,8 @@ def test_cube_tile_validation(m, k, n, msg):
 
 
 @pytest.mark.parametrize("sig,dtype,m,k,n,bad", [
-    ("f32", torch.float32, (8, 8), (16, 16), (16, 16), "m tile 8"),     # fp32: 16 elements (reference rule)
+    ("f32", torch.float32, (8, 8), (8, 8), (16, 16), "k tile 8"),       # fp32: 16 elements (reference rule; m is
+                                                                        # checked only with a_trans)
     ("f16", torch.float16, (16, 16), (24, 48), (16, 16), "k tile 24"),  # fp16: 16 elements = 32 bytes
     ("i8", torch.int8, (32, 32), (32, 32), (16, 32), "n tile 16"),     # int8: 32 elements = 32 bytes
 ])
@@ -224,3 +225,23 @@ def test_aligned_cube_tiles_for_fp16_and_int8_compute_exactly():
     oi = torch.zeros(33, 9, dtype=torch.int32)
     pypto.frontend.jit(k8)(ai, bi, oi)
     assert torch.equal(oi, (ai.long() @ bi.long()).int())
+
+
+def test_cube_m_tile_is_checked_only_when_a_is_transposed():
+    """As the reference: k and n tiles are always 32-byte aligned, the m tile only for a transposed A (the
+    reference's multi-rank kernels use m tiles of 8 with bf16)."""
+    def k_m8(a: S2, b: S2, out: S2):
+        pypto.set_cube_tile_shapes([8, 8], [16, 16], [16, 16])
+        out[:] = pypto.matmul(a, b, pypto.DT_FP32)
+
+    def k_m8t(a: S2, b: S2, out: S2):
+        pypto.set_cube_tile_shapes([8, 8], [16, 16], [16, 16])
+        out[:] = pypto.matmul(a, b, pypto.DT_FP32, a_trans=True)
+
+    a, b = torch.randn(8, 8), torch.randn(8, 8)
+    out = torch.zeros(8, 8)
+    pypto.frontend.jit(k_m8)(a, b, out)
+    torch.testing.assert_close(out, a @ b, rtol=1e-5, atol=1e-5)
+    with pytest.raises(KernelTraceError) as ei:
+        _source(k_m8t, a, b, out)
+    assert "kernel 'k_m8t': matmul: set_cube_tile_shapes: m tile 8 is not aligned" in str(ei.value)

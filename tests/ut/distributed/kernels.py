@@ -71,6 +71,33 @@ def bad_pe_kernel(x: pypto.Tensor(), out: pypto.Tensor(), group, world, pe):
 
 
 @pypto.frontend.jit
+def flags_kernel(x: pypto.Tensor(), out: pypto.Tensor(), group, world, rounds):
+    """Signals to every rank (target_pe=-1), exact waits, clear_signal, then a ping-pong of consumed signals."""
+    rows, cols = x.shape
+    pypto.set_vec_tile_shapes(rows, cols)
+    sh = D.create_shmem_tensor(group, world, x.dtype, [rows, cols])
+    sig = D.create_shmem_signal(group, world)
+    me = D.my_symbolic_pe(group)
+    D.shmem_clear_data(sh)
+    D.shmem_barrier_all(sig)
+    D.shmem_signal(sh, me, 7, [rows, cols], [0, 0], target_pe=-1)
+    for q in range(world):
+        D.shmem_wait_until(sh, q, 7, [rows, cols], [0, 0])
+    D.shmem_barrier_all(sig)
+    D.shmem_clear_signal(sh)
+    for q in range(world):
+        D.shmem_wait_until(sh, q, 0, [rows, cols], [0, 0])      # cleared: returns at once
+    D.shmem_barrier_all(sig)
+    peer = (me + 1) % world
+    for i in pypto.loop(rounds):
+        D.shmem_put(x, [0, 0], sh, peer, put_op=pypto.AtomicType.ADD)
+        D.shmem_signal(sh, peer, 1, [rows, cols], [0, 0], target_pe=peer, sig_op=pypto.AtomicType.ADD)
+        D.shmem_wait_until(sh, me, 1, [rows, cols], [0, 0], clear_signal=True)
+    D.shmem_barrier_all(sig)
+    out[:] = D.shmem_get(sh, me)
+
+
+@pypto.frontend.jit
 def bad_const_pe_kernel(x: pypto.Tensor(), out: pypto.Tensor(), group, world, pe):
     rows, cols = x.shape
     pypto.set_vec_tile_shapes(rows, cols)
@@ -137,6 +164,13 @@ def ops_session(rank, world):
     parts = [torch.empty_like(x) for _ in range(world)]
     dist.all_gather(parts, x)
     out["neighbour"] = (got, parts[(rank + 1) % world])
+    x = _data(rank, torch.int32, 9)
+    got = torch.zeros_like(x)
+    flags_kernel(x, got, group, world, 50)
+    parts = [torch.empty_like(x) for _ in range(world)]
+    dist.all_gather(parts, x)
+    out["flags"] = (got, parts[(rank - 1) % world] * 50)   # 50 ADD puts from the rank before me
+    x = _data(rank, torch.float32, 7)
     # a dst_pe outside the group: a constant one at trace time, a computed one when the put runs; outputs untouched
     for name, kernel in (("bad_pe_const", bad_const_pe_kernel), ("bad_pe", bad_pe_kernel)):
         keep = torch.full((ROWS, COLS), -5.0)
