@@ -231,6 +231,29 @@ static inline float atanh_(float x) {
   return ax > 1.0f ? vm_nan() : vm_copysign(y, x);
 }
 
+/* ---- atan, asin, acos -----------------------------------------------------------------------------------
+ * atan: |x| > tan(3pi/8): pi/2 + atan(-1/|x|); |x| > tan(pi/8): pi/4 + atan((|x| - 1)/(|x| + 1)); then
+ * t + t^3 P(t^2) (degree 4) on |t| <= tan(pi/8), the constant added in two parts, the sign copied from x. asin and
+ * acos through atan: asin x = atan(x / sqrt((1 - x)(1 + x))), acos x = 2 atan(sqrt((1 - x) / (1 + x))) (+-1 give
+ * +-pi/2, 0 and pi through atan(+-inf); |x| > 1 gives NaN through the square root of a negative). */
+static inline float atan_(float x) {
+  const float ax = __builtin_fabsf(x);
+  const bool big = ax > 2.41421356f, mid = ax > 0.41421356f;
+  const float t = big ? -1.0f / ax : (mid ? (ax - 1.0f) / (ax + 1.0f) : ax);
+  const float hi = big ? 0x1.921fb6p+0f : (mid ? 0x1.921fb6p-1f : 0.0f);
+  const float lo = big ? -0x1.777a5cp-25f : (mid ? -0x1.777a5cp-26f : 0.0f);
+  const float t2 = t * t;
+  float p = -0x1.f1ed8cp-5f;
+  p = PYPTO_RT_MADD(p, t2, 0x1.b1ec30p-4f);
+  p = PYPTO_RT_MADD(p, t2, -0x1.23b522p-3f);
+  p = PYPTO_RT_MADD(p, t2, 0x1.999196p-3f);
+  p = PYPTO_RT_MADD(p, t2, -0x1.55554ap-2f);
+  const float y = hi + (t + PYPTO_RT_MADD(t * t2, p, lo));
+  return vm_copysign(y, x);
+}
+static inline float asin_(float x) { return atan_(x / sqrt_((1.0f - x) * (1.0f + x))); }
+static inline float acos_(float x) { return 2.0f * atan_(sqrt_((1.0f - x) / (1.0f + x))); }
+
 }  // namespace pypto_rt
 
 #endif /* PYPTO_KERNEL_VMATH_H_ */

@@ -1,5 +1,5 @@
 """The float functions of include/pypto/kernel_vmath.h (log log2 log10 log1p exp2 expm1 tanh erf sinh cosh asinh
-acosh atanh) through real
+acosh atanh atan asin acos) through real
 kernels: within their documented error bound of the fp64 result on a dense sample of each range (every float:
 benchmarks/vmath_ulp.cpp, docs/language.md), exact on the specials (signed zeros, infinities, NaNs, domain edges),
 the same bits in a vector lane and in a loop's scalar tail, fp16/bf16 within one ulp of torch (that their loops
@@ -29,6 +29,9 @@ FUNCS = {
     "asinh": ((-3.4e38, 3.4e38), 1.6),
     "acosh": ((1.0, 3.4e38), 1.7),
     "atanh": ((-0.99999994, 0.99999994), 1.9),
+    "atan": ((-3.4e38, 3.4e38), 1.8),
+    "asin": ((-1.0, 1.0), 2.6),
+    "acos": ((-1.0, 1.0), 2.2),
 }
 
 
