@@ -47,6 +47,7 @@ float f_atanh(float x) { return pypto_rt::atanh_(x); }
 float f_atan(float x) { return pypto_rt::atan_(x); }
 float f_asin(float x) { return pypto_rt::asin_(x); }
 float f_acos(float x) { return pypto_rt::acos_(x); }
+float f_cbrt(float x) { return pypto_rt::cbrt_(x); }
 float f_sigmoid(float x) { return pypto_rt::sigmoid<float>(x); }
 double r_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 
@@ -68,6 +69,7 @@ const Case CASES[] = {
     {"atan", f_atan, atan, -0x1.fffffep127f, 0x1.fffffep127f},
     {"asin", f_asin, asin, -1.0f, 1.0f},
     {"acos", f_acos, acos, -1.0f, 1.0f},
+    {"cbrt", f_cbrt, cbrt, -0x1.fffffep127f, 0x1.fffffep127f},
     {"sigmoid", f_sigmoid, r_sigmoid, -88.7f, 104.0f},  // below -88.72 exp_(-x) is inf: 0, as torch
 };
 

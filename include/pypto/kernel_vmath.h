@@ -254,6 +254,21 @@ static inline float atan_(float x) {
 static inline float asin_(float x) { return atan_(x / sqrt_((1.0f - x) * (1.0f + x))); }
 static inline float acos_(float x) { return 2.0f * atan_(sqrt_((1.0f - x) / (1.0f + x))); }
 
+/* cbrt: |x| (subnormals scaled by 2^24, the root then by 2^-8) -> a first guess from the bits (exponent / 3), three
+ * Newton steps y -= (y - a / y^2) / 3, the sign copied; 0, inf and NaN give themselves. */
+static inline float cbrt_(float x) {
+  const float ax = __builtin_fabsf(x);
+  const bool sub = ax < 0x1p-126f;
+  const float a = sub ? ax * 0x1p24f : ax;
+  float y = bits_f32(f32_bits(a) / 3u + 0x2a5137a0u);
+  y = y - (y - a / (y * y)) * (1.0f / 3.0f);
+  y = y - (y - a / (y * y)) * (1.0f / 3.0f);
+  y = y - (y - a / (y * y)) * (1.0f / 3.0f);
+  y = sub ? y * 0x1p-8f : y;
+  y = (ax == 0.0f) | (ax == vm_inf()) | (x != x) ? ax : y;
+  return vm_copysign(y, x);
+}
+
 }  // namespace pypto_rt
 
 #endif /* PYPTO_KERNEL_VMATH_H_ */
