@@ -147,6 +147,7 @@ void run(const Case& c, uint32_t step) {
                          0x7f7fffffu, 0xff7fffffu, 0x1u, 0x80000001u, 0x00800000u, 0x80800000u};
   for (uint32_t b : sp) {
     xs[n++] = from_bits(b);
+    if (n == N) flush();
   }
   flush();
   printf("%-8s [%g, %g] step %u: %llu floats, max %.3f ulp (at %a), %llu bad specials%s%a\n", c.name, c.lo, c.hi,
