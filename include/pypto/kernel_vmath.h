@@ -10,9 +10,9 @@
  * PYPTO_RT_MADD, which g++ vectorizes at the target's width (SSE4, AVX2, AVX-512) and which gives the same bits in
  * a vector lane and in the scalar tail, on every width (with FMA on both, or on neither).
  *
- * Coefficients: near-minimax fits by benchmarks/vmath_fit.py (mpmath reference). Error bounds: measured over every
- * float of each function's useful range against the fp64 libm result by benchmarks/vmath_ulp.cpp (the table is
- * in docs/language.md, "Vector math"); tests/ut/language/test_vmath.py checks a dense sample, the specials (±0,
+ * Coefficients: near-minimax fits by benchmarks/vmath_fit.py (mpmath reference). Error bounds: measured against
+ * the fp64 libm result over every 17th float of each function's useful range (every float with STEP 1) by
+ * benchmarks/vmath_ulp.cpp (the table is in docs/language.md, "Vector math"); tests/ut/language/test_vmath.py checks a dense sample, the specials (±0,
  * ±inf, NaN, subnormals, domain edges) and that a vector lane equals the scalar tail. fp64 keeps libm.
  */
 #ifndef PYPTO_KERNEL_VMATH_H_
