@@ -96,7 +96,19 @@ def fit_erf():
     show("erf mid Q(x - 2.25)", c, e)
 
 
-FITS = {"tanh": fit_tanh, "log": fit_log, "exp2": fit_exp2, "expm1": fit_expm1, "erf": fit_erf}
+def fit_atan():
+    # atan(t) = t + t^3 P(t^2) on |t| <= tan(pi/8) (the header reduces |x| > tan(3pi/8) by -1/x and the middle by
+    # (x - 1)/(x + 1)); relative error of the result
+    def g(t):
+        return (mp.atan(t) - t) / t ** 3
+    c, e = lawson(g, lambda v: v * v, lambda v: v ** 3 / np.arctan(v), 1e-4, float(mp.tan(mp.pi / 8)), 4)
+    show("atan P(t^2)", c, e)
+    for name, v in (("pi/2", mp.pi / 2), ("pi/4", mp.pi / 4)):
+        hi = mp.mpf(float(np.float32(float(v))))
+        print(f"  {name} = {hexf(v)} + {hexf(v - hi)}")
+
+
+FITS = {"atan": fit_atan, "tanh": fit_tanh, "log": fit_log, "exp2": fit_exp2, "expm1": fit_expm1, "erf": fit_erf}
 
 if __name__ == "__main__":
     for name in sys.argv[1:] or FITS:

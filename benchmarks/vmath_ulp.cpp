@@ -44,6 +44,10 @@ float f_cosh(float x) { return pypto_rt::cosh_(x); }
 float f_asinh(float x) { return pypto_rt::asinh_(x); }
 float f_acosh(float x) { return pypto_rt::acosh_(x); }
 float f_atanh(float x) { return pypto_rt::atanh_(x); }
+float f_atan(float x) { return pypto_rt::atan_(x); }
+float f_asin(float x) { return pypto_rt::asin_(x); }
+float f_acos(float x) { return pypto_rt::acos_(x); }
+float f_cbrt(float x) { return pypto_rt::cbrt_(x); }
 float f_sigmoid(float x) { return pypto_rt::sigmoid<float>(x); }
 double r_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 
@@ -62,6 +66,10 @@ const Case CASES[] = {
     {"asinh", f_asinh, asinh, -0x1.fffffep127f, 0x1.fffffep127f},
     {"acosh", f_acosh, acosh, 1.0f, 0x1.fffffep127f},
     {"atanh", f_atanh, atanh, -0x1.fffffep-1f, 0x1.fffffep-1f},
+    {"atan", f_atan, atan, -0x1.fffffep127f, 0x1.fffffep127f},
+    {"asin", f_asin, asin, -1.0f, 1.0f},
+    {"acos", f_acos, acos, -1.0f, 1.0f},
+    {"cbrt", f_cbrt, cbrt, -0x1.fffffep127f, 0x1.fffffep127f},
     {"sigmoid", f_sigmoid, r_sigmoid, -88.7f, 104.0f},  // below -88.72 exp_(-x) is inf: 0, as torch
 };
 
@@ -139,6 +147,7 @@ void run(const Case& c, uint32_t step) {
                          0x7f7fffffu, 0xff7fffffu, 0x1u, 0x80000001u, 0x00800000u, 0x80800000u};
   for (uint32_t b : sp) {
     xs[n++] = from_bits(b);
+    if (n == N) flush();
   }
   flush();
   printf("%-8s [%g, %g] step %u: %llu floats, max %.3f ulp (at %a), %llu bad specials%s%a\n", c.name, c.lo, c.hi,

@@ -11,8 +11,8 @@
  *   - math wrappers overloaded on float/double;
  *   - Buffer: an RAII heap block for temporaries that do not fit on the stack;
  *   - exp_ for float without libm (vectorizes); the fixed lane order of float reductions (fold_*);
- *   - kernel_vmath.h: log/log2/log10/log1p/exp2/expm1/tanh/erf/sinh/cosh/asinh/acosh/atanh for float
- *     without libm (they vectorize);
+ *   - kernel_vmath.h: log/log2/log10/log1p/exp2/expm1/tanh/erf/sinh/cosh/asinh/acosh/atanh/atan/asin/acos/
+ *     cbrt for float without libm (they vectorize);
  *   - Scratch: uninitialised aligned heap tile buffers;
  *   - exp16, stable_sort_idx, prefetch_at, stream64 (streaming stores), overlaps, and the failure and
  *     runtime_debug_mode=4 bounds-check helpers (fail, numel, check_view) that generated code calls;
@@ -398,17 +398,17 @@ static inline double exp2_(double x) { return __builtin_exp2(x); }
 static inline double expm1_(double x) { return __builtin_expm1(x); }
 static inline double tanh_(double x) { return __builtin_tanh(x); }
 static inline double erf_(double x) { return __builtin_erf(x); }
+static inline double atan_(double x) { return __builtin_atan(x); }
+static inline double acos_(double x) { return __builtin_acos(x); }
+static inline double asin_(double x) { return __builtin_asin(x); }
 static inline double atanh_(double x) { return __builtin_atanh(x); }
 static inline double acosh_(double x) { return __builtin_acosh(x); }
 static inline double asinh_(double x) { return __builtin_asinh(x); }
 static inline double cosh_(double x) { return __builtin_cosh(x); }
 static inline double sinh_(double x) { return __builtin_sinh(x); }
 PYPTO_RT_UNARY(erfc_, __builtin_erfcf, __builtin_erfc)
-PYPTO_RT_UNARY(cbrt_, __builtin_cbrtf, __builtin_cbrt)
+static inline double cbrt_(double x) { return __builtin_cbrt(x); }
 PYPTO_RT_UNARY(tan_, __builtin_tanf, __builtin_tan)
-PYPTO_RT_UNARY(asin_, __builtin_asinf, __builtin_asin)
-PYPTO_RT_UNARY(acos_, __builtin_acosf, __builtin_acos)
-PYPTO_RT_UNARY(atan_, __builtin_atanf, __builtin_atan)
 PYPTO_RT_UNARY(floor_, __builtin_floorf, __builtin_floor)
 PYPTO_RT_UNARY(ceil_, __builtin_ceilf, __builtin_ceil)
 PYPTO_RT_UNARY(trunc_, __builtin_truncf, __builtin_trunc)

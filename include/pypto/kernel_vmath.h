@@ -10,9 +10,9 @@
  * PYPTO_RT_MADD, which g++ vectorizes at the target's width (SSE4, AVX2, AVX-512) and which gives the same bits in
  * a vector lane and in the scalar tail, on every width (with FMA on both, or on neither).
  *
- * Coefficients: near-minimax fits by benchmarks/vmath_fit.py (mpmath reference). Error bounds: measured over every
- * float of each function's useful range against the fp64 libm result by benchmarks/vmath_ulp.cpp (the table is
- * in docs/language.md, "Vector math"); tests/ut/language/test_vmath.py checks a dense sample, the specials (±0,
+ * Coefficients: near-minimax fits by benchmarks/vmath_fit.py (mpmath reference). Error bounds: measured against
+ * the fp64 libm result over every 17th float of each function's useful range (every float with STEP 1) by
+ * benchmarks/vmath_ulp.cpp (the table is in docs/language.md, "Vector math"); tests/ut/language/test_vmath.py checks a dense sample, the specials (±0,
  * ±inf, NaN, subnormals, domain edges) and that a vector lane equals the scalar tail. fp64 keeps libm.
  */
 #ifndef PYPTO_KERNEL_VMATH_H_
@@ -229,6 +229,44 @@ static inline float atanh_(float x) {
   const float ax = __builtin_fabsf(x);
   const float y = 0.5f * log1p_((ax + ax) / (1.0f - ax));
   return ax > 1.0f ? vm_nan() : vm_copysign(y, x);
+}
+
+/* ---- atan, asin, acos -----------------------------------------------------------------------------------
+ * atan: |x| > tan(3pi/8): pi/2 + atan(-1/|x|); |x| > tan(pi/8): pi/4 + atan((|x| - 1)/(|x| + 1)); then
+ * t + t^3 P(t^2) (degree 4) on |t| <= tan(pi/8), the constant added in two parts, the sign copied from x. asin and
+ * acos through atan: asin x = atan(x / sqrt((1 - x)(1 + x))), acos x = 2 atan(sqrt((1 - x) / (1 + x))) (+-1 give
+ * +-pi/2, 0 and pi through atan(+-inf); |x| > 1 gives NaN through the square root of a negative). */
+static inline float atan_(float x) {
+  const float ax = __builtin_fabsf(x);
+  const bool big = ax > 2.41421356f, mid = ax > 0.41421356f;
+  const float t = big ? -1.0f / ax : (mid ? (ax - 1.0f) / (ax + 1.0f) : ax);
+  const float hi = big ? 0x1.921fb6p+0f : (mid ? 0x1.921fb6p-1f : 0.0f);
+  const float lo = big ? -0x1.777a5cp-25f : (mid ? -0x1.777a5cp-26f : 0.0f);
+  const float t2 = t * t;
+  float p = -0x1.f1ed8cp-5f;
+  p = PYPTO_RT_MADD(p, t2, 0x1.b1ec30p-4f);
+  p = PYPTO_RT_MADD(p, t2, -0x1.23b522p-3f);
+  p = PYPTO_RT_MADD(p, t2, 0x1.999196p-3f);
+  p = PYPTO_RT_MADD(p, t2, -0x1.55554ap-2f);
+  const float y = hi + (t + PYPTO_RT_MADD(t * t2, p, lo));
+  return vm_copysign(y, x);
+}
+static inline float asin_(float x) { return atan_(x / sqrt_((1.0f - x) * (1.0f + x))); }
+static inline float acos_(float x) { return 2.0f * atan_(sqrt_((1.0f - x) / (1.0f + x))); }
+
+/* cbrt: |x| (subnormals scaled by 2^24, the root then by 2^-8) -> a first guess from the bits (exponent / 3), three
+ * Newton steps y -= (y - a / y^2) / 3, the sign copied; 0, inf and NaN give themselves. */
+static inline float cbrt_(float x) {
+  const float ax = __builtin_fabsf(x);
+  const bool sub = ax < 0x1p-126f;
+  const float a = sub ? ax * 0x1p24f : ax;
+  float y = bits_f32(f32_bits(a) / 3u + 0x2a5137a0u);
+  y = y - (y - a / (y * y)) * (1.0f / 3.0f);
+  y = y - (y - a / (y * y)) * (1.0f / 3.0f);
+  y = y - (y - a / (y * y)) * (1.0f / 3.0f);
+  y = sub ? y * 0x1p-8f : y;
+  y = (ax == 0.0f) | (ax == vm_inf()) | (x != x) ? ax : y;
+  return vm_copysign(y, x);
 }
 
 }  // namespace pypto_rt

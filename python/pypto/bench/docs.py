@@ -182,11 +182,49 @@ def load_kernels(path) -> dict:
     return k
 
 
+def sweep_table(runs: list) -> list[str]:
+    """The op sweep's table (markdown): one row per kernel, pypto / torch per (ISA, threads) of each run
+    (`--kernels --sweep --json` results, one per PYPTO_KERNEL_ISA), then a geomean, worst-row and count line."""
+    cols = [(r["isa"]["kernel_isa"], nt) for r in runs for nt in r["threads"]]
+    cell = {(r["isa"]["kernel_isa"], x["threads"], x["kernel"]): x for r in runs for x in r["rows"]}
+    names = list(dict.fromkeys(x["kernel"] for r in runs for x in r["rows"]))
+    lines = ["| kernel | " + " | ".join(f"{isa} {nt}T" for isa, nt in cols) + " |",
+             "|---|" + "---|" * len(cols)]
+    for n in names:
+        vals = [cell.get((isa, nt, n)) for isa, nt in cols]
+        lines.append(f"| {n} | " + " | ".join(f"{v['ratio']:.2f}x" if v else "n/a" for v in vals) + " |")
+    lines.append("")
+    for isa, nt in cols:
+        rows = [x for (i, t, _), x in cell.items() if (i, t) == (isa, nt)]
+        worst = max(rows, key=lambda x: x["ratio"])
+        over = sum(1 for x in rows if x["ratio"] > 1.25)
+        run = next(r for r in runs if r["isa"]["kernel_isa"] == isa)
+        gm = (run.get("geomean_sweep") or {}).get(str(nt), (run.get("geomean_sweep") or {}).get(nt))
+        g5 = (run.get("geomean_five") or {}).get(str(nt), (run.get("geomean_five") or {}).get(nt))
+        lines.append(f"- {isa} ({run['isa']['target_features']}; torch {run['isa']['torch_cpu_capability']}), "
+                     f"{nt} thread(s): sweep geomean {gm:.2f}x, five kernels {g5:.2f}x, {over} of {len(rows)} rows "
+                     f"above 1.25x, worst {worst['kernel']} {worst['ratio']:.2f}x" if gm and g5 else
+                     f"- {isa}, {nt} thread(s): {len(rows)} rows")
+    return lines
+
+
+def render_sweep(res: dict) -> str:
+    return "\n".join(sweep_table(res["sweep"]))
+
+
+def load_sweep(path) -> dict:
+    """A `python -m pypto.bench --kernels --sweep --json` result (docs/figures/sweep-<isa>.json)."""
+    k = load_kernels(path)
+    if not isinstance(k.get("isa"), dict) or "kernel_isa" not in k["isa"]:
+        raise ValueError(f"{path}: not a `pypto.bench --kernels --sweep --json` result (no isa record)")
+    return k
+
+
 REGIONS = {"report": render_report, "peers": render_peers, "scale": render_scale, "inputs": render_inputs,
            "callgrind": render_callgrind,
-           "breakdown": render_breakdown, "cold": render_cold, "kernels": render_kernels}
+           "breakdown": render_breakdown, "cold": render_cold, "kernels": render_kernels, "sweep": render_sweep}
 # regions rendered from another result than the harness's: left as they are when that result is not given
-SOURCE = {"kernels": "kernels"}
+SOURCE = {"kernels": "kernels", "sweep": "sweep"}
 
 
 def load(path) -> dict:
@@ -246,11 +284,16 @@ def main(argv=None) -> int:
     p.add_argument("--kernels", metavar="KERNELS.json",
                    help="also the kernel-speed region, from a `python -m pypto.bench --kernels --json` result "
                         "(docs/figures/kernels.json); without it that region is left as it is")
+    p.add_argument("--sweep", metavar="SWEEP.json", action="append",
+                   help="also the op-sweep region, from `python -m pypto.bench --kernels --sweep --json` results, "
+                        "one per kernel ISA (repeatable: docs/figures/sweep-native.json, sweep-avx2.json)")
     args = p.parse_args(argv)
     try:
         res = load(args.result)
         if args.kernels:
             res = dict(res, kernels=load_kernels(args.kernels))
+        if args.sweep:
+            res = dict(res, sweep=[load_sweep(f) for f in args.sweep])
     except (OSError, ValueError) as e:
         print(f"pypto.bench.docs: {e}", file=sys.stderr)
         return 2

@@ -24,3 +24,19 @@ def test_a_few_sweep_rows_run_and_record_the_isa():
     assert all(r["pypto_ms"] > 0 and r["torch_ms"] > 0 and r["copy_ms"] > 0 for r in res["rows"])
     assert res["isa"]["kernel_isa"] in ("native", "avx2", "sse4") and "sse4.2" in res["isa"]["target_features"]
     assert 1 in res["geomean_sweep"]
+
+
+def test_sweep_table_puts_both_isas_side_by_side():
+    from pypto.bench.docs import sweep_table
+
+    def run(isa, r):
+        return {"isa": {"kernel_isa": isa, "target_features": "avx2 fma", "torch_cpu_capability": "AVX2"},
+                "threads": [1], "geomean_sweep": {"1": r}, "geomean_five": {"1": 0.8},
+                "rows": [{"kernel": "tanh fp32 4096x1024", "threads": 1, "ratio": r},
+                         {"kernel": "sin fp32 4096x1024", "threads": 1, "ratio": 3.0}]}
+
+    lines = sweep_table([run("native", 0.5), run("avx2", 0.7)])
+    assert lines[0] == "| kernel | native 1T | avx2 1T |"
+    assert "| tanh fp32 4096x1024 | 0.50x | 0.70x |" in lines and "| sin fp32 4096x1024 | 3.00x | 3.00x |" in lines
+    assert any(ln.startswith("- avx2") and "sweep geomean 0.70x" in ln and "1 of 2 rows above 1.25x" in ln
+               and "worst sin fp32 4096x1024 3.00x" in ln for ln in lines)

@@ -570,3 +570,34 @@ def test_one_pass_groups_and_short_rows_do_not_prefetch():
     out = torch.zeros(200, 50)
     launch(lib, [x, out], num_threads=2)
     torch.testing.assert_close(out, torch.softmax(x, -1), rtol=1e-5, atol=1e-6)
+
+
+B2 = pypto.Tensor([pypto.STATIC, pypto.STATIC], pypto.DT_BF16)
+B1 = pypto.Tensor([pypto.STATIC], pypto.DT_BF16)
+
+
+def test_a_cast_weight_vector_does_not_make_the_rows_tiles_of_columns():
+    """RMSNorm with a bf16 weight: `cast(w)` is a 1-D group of its own; the 2-D statements after it keep rows as
+    their tile axis (a broadcast weight once made the contiguous last dim the row axis: strided 31-column tiles,
+    4x slower than torch). Fused and unfused bits agree, and match torch's rms_norm within bf16 rounding."""
+    import re
+
+    def k(x: B2, w: B1, out: B2):
+        pypto.set_vec_tile_shapes(8, 1024)
+        xf = pypto.cast(x, pypto.DT_FP32)
+        ms = pypto.mean(xf * xf, -1, keepdim=True)
+        out[:] = pypto.cast(xf * pypto.rsqrt(ms + 1e-6) * pypto.cast(w, pypto.DT_FP32), pypto.DT_BF16)
+
+    g = torch.Generator().manual_seed(3)
+    x, w = torch.randn(64, 1024, generator=g).bfloat16(), torch.randn(1024, generator=g).bfloat16()
+    outs = {}
+    for fuse in (True, False):
+        out = torch.zeros_like(x)
+        lib, src = _build(k, (x, w, out), fuse)
+        if fuse:
+            assert not re.search(r"for \(int64_t i\d+ = 0; i\d+ < 64; \+\+i\d+\)", src), "rows looped inside tiles"
+        launch(lib, [x, w, out], num_threads=2)
+        outs[fuse] = out
+    assert torch.equal(outs[True].view(torch.int16), outs[False].view(torch.int16))
+    want = torch.nn.functional.rms_norm(x.float(), (1024,), w.float(), 1e-6)
+    torch.testing.assert_close(outs[True].float(), want, rtol=2e-2, atol=2e-2)

@@ -11,7 +11,7 @@ import pypto
 from pypto.compiler import toolchain as T
 
 VMATH = ["exp_", "log_", "log2_", "log10_", "log1p_", "exp2_", "expm1_", "tanh_", "erf_", "sinh_", "cosh_", "asinh_",
-         "acosh_", "atanh_"]
+         "acosh_", "atanh_", "atan_", "asin_", "acos_", "cbrt_"]
 CONVERSIONS = {"f32_to_f16": "pypto_rt::half::from_float(a[i])", "f16_to_f32": "(float)h[i]",
                "f32_to_bf16": "pypto_rt::bf16::from_float(a[i])", "bf16_to_f32": "(float)b[i]"}
 
