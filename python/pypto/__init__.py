@@ -52,6 +52,9 @@ from .vocab.pass_config import (PassConfigKey, PassConfigs, get_pass_config, get
 from .ir.sym import Sym as SymbolicScalar
 from .ir.sym import Sym as symbolic_scalar  # the reference's alias (`pypto.symbolic_scalar(2)`)
 from .language import experimental
+import sys as _sys
+_sys.modules[__name__ + ".experimental"] = experimental  # `import pypto.experimental` gives it, as in the reference
+from . import pypto_impl, runtime  # the reference's native and device-runtime modules by name
 from .language.hints import (TileL0Info, TileL1Info, get_conv_tile_shapes, pass_verify_print, pass_verify_save,
                              set_conv_tile_shapes, set_matrix_size, set_semantic_label)
 from .frontend.function import function_scope as function
