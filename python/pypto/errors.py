@@ -121,6 +121,16 @@ class KernelTraceError(FeError, ValueError):
     _reference_format = False
 
 
+class ArgumentTypeError(FeError, TypeError):
+    """A kernel call's argument of the wrong kind or dtype, a missing or unexpected argument (raised by the core)."""
+    _reference_format = False
+
+
+class ArgumentValueError(FeError, ValueError):
+    """A kernel call's argument of the wrong rank, size or layout (raised by the core)."""
+    _reference_format = False
+
+
 class UnsupportedFeatureError(FeError, NotImplementedError):
     """A reference feature this package does not support yet; the message names it."""
 

@@ -82,3 +82,28 @@ def test_catch_and_wrap_error():
     with pytest.raises(PyptoError) as e:
         ours()
     assert type(e.value) is PyptoError and str(e.value) == "ErrCode: F00001, already ours"
+
+
+def test_call_argument_errors_are_fe_errors_and_builtins():
+    """The reference's annotation tests catch a call's argument errors as pypto.error.FeError; ours are that and the
+    builtin, with our message (kernel, parameter, expected, got) and the reference's phrase for a strided tensor."""
+    from pypto.errors import ArgumentTypeError, ArgumentValueError
+
+    @pypto.frontend.jit
+    def fe_k(a: pypto.Tensor([4, 4], pypto.DT_FP32), out: pypto.Tensor([4, 4], pypto.DT_FP32)):
+        out[:] = a
+
+    out = torch.full((4, 4), -1.0)
+    cases = [((torch.zeros(4, 4, dtype=torch.int32), out), ArgumentTypeError, TypeError, 0xF00001,
+              r"kernel 'fe_k': parameter 'a': expected dtype float32, got int32"),
+             ((torch.zeros(4, 5), out), ArgumentValueError, ValueError, 0xF00002,
+              r"kernel 'fe_k': parameter 'a': dimension 1 must be 4 .*got 5"),
+             ((torch.zeros(4, 4).t(), out), ArgumentValueError, ValueError, 0xF00002,
+              r"kernel 'fe_k': parameter 'a': expected a contiguous .*not all tensors are contiguous"),
+             ((torch.zeros(4, 4),), ArgumentTypeError, TypeError, 0xF00001,
+              r"kernel 'fe_k': missing required argument\(s\) 'out'")]
+    for args, ours, builtin, code, msg in cases:
+        with pytest.raises(pypto.error.FeError, match=msg) as e:
+            fe_k(*args)
+        assert type(e.value) is ours and isinstance(e.value, builtin) and e.value.err_code == code
+        assert torch.equal(out, torch.full((4, 4), -1.0))
