@@ -131,6 +131,10 @@ class ArgumentValueError(FeError, ValueError):
     _reference_format = False
 
 
+class InternalError(PyptoError, RuntimeError):
+    """An internal invariant failed (`pypto.internal_check`): a bug to report, not a usage error."""
+
+
 class UnsupportedFeatureError(FeError, NotImplementedError):
     """A reference feature this package does not support yet; the message names it."""
 
