@@ -164,10 +164,8 @@ class Builder:
                                                f"{align} elements (32-byte alignment), got m={list(tile['m'])}, "
                                                f"k={list(tile['k'])}, n={list(tile['n'])}")
             return
-        rank = max(len(v.shape) for v in values)
-        if len(tile) < rank:
-            raise self.error(kind, f"set_vec_tile_shapes gave {len(tile)} tile size(s) {list(tile)}, but this op "
-                                   f"works on a rank-{rank} tensor; give one tile size per dim (at least {rank})")
+        # vector tiles: fewer sizes than the op's rank tile its trailing dims (the reference's rule; the code
+        # generator pairs tile[-k] with dim -k and leaves the leading dims untiled)
 
     def assign(self, dst: Value, src, op: str):
         st = dst.storage
