@@ -121,6 +121,15 @@ class KernelTraceError(FeError, ValueError):
     _reference_format = False
 
 
+class KernelSyntaxError(KernelTraceError, ParserError):
+    """A statement a kernel may not contain (a `return` of a value): a KernelTraceError and the reference's
+    ParserError, with our plain message."""
+
+    def __init__(self, msg: str):
+        Exception.__init__(self, msg)
+        self.err_code = err_code_of(self)
+
+
 class ArgumentTypeError(FeError, TypeError):
     """A kernel call's argument of the wrong kind or dtype, a missing or unexpected argument (raised by the core)."""
     _reference_format = False
