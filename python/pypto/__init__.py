@@ -39,11 +39,24 @@ from .verify import set_verify_golden_data
 from .vocab.enums import (CachePolicy, CastMode, LogBaseType, OpType, OutType, PrecisionType, ReLuType, ReduceMode,
                           SaturationMode, ScatterMode, TopKAlgo, TransMode)
 from .vocab.element import Element
+element = Element  # the reference's lowercase alias
 from .vocab.pass_config import (PassConfigKey, PassConfigs, get_pass_config, get_pass_configs,
                                 get_pass_default_config, platform, set_pass_config, set_pass_default_config)
 from .ir.sym import Sym as SymbolicScalar
 from .ir.sym import Sym as symbolic_scalar  # the reference's alias (`pypto.symbolic_scalar(2)`)
 from .language import experimental
+import sys as _sys
+_sys.modules[__name__ + ".experimental"] = experimental  # `import pypto.experimental` gives it, as in the reference
+from . import pypto_impl, runtime  # the reference's native and device-runtime modules by name
+from .errors import InternalError
+from .logger import (LogLevel, check, get_log_level, internal_check, log_debug, log_error, log_event, log_fatal,
+                     log_info, log_warn, raise_error, set_log_level)
+from .language.config_api import (ConfigScope, ConvTile, CubeTile, get_current_scope, get_global_config,
+                                  get_options_tree, get_print_options, set_global_config, set_print_options)
+from .language.reference_ops import ConvParams, copysign, greater, mrgsort, sort32
+from .frontend.function import Function, get_current_function, get_last_function
+from .vocab.enums import AtomicRMWMode, SatStatus
+from .vocab.annotations import StatusType
 from . import distributed  # pypto.distributed: groups, windows and (installed by the language) the shmem ops
 from .language.hints import (TileL0Info, TileL1Info, get_conv_tile_shapes, pass_verify_print, pass_verify_save,
                              set_conv_tile_shapes, set_matrix_size, set_semantic_label)

@@ -11,8 +11,9 @@ from .errors import (ERR_UNKNOWN, BackendUnavailableError, CompileError, FeError
                      KernelRuntimeError, KernelTraceError, OptionError, ParserError, PassError, PyptoError,
                      PyptoGeneralError, PyptoRtError, RenderedParserError, UnsupportedFeatureError, VerifyError,
                      err_code_of)
+from .errors import catch_and_wrap_error as _catch_and_wrap_error
 
 __all__ = ["PyptoError", "PyptoGeneralError", "ParserError", "RenderedParserError", "FeError", "PyptoRtError",
            "PassError", "VerifyError", "KernelDefinitionError", "OptionError", "KernelTraceError",
            "UnsupportedFeatureError", "CompileError", "BackendUnavailableError", "KernelRuntimeError",
-           "err_code_of", "ERR_UNKNOWN"]
+           "err_code_of", "ERR_UNKNOWN", "_catch_and_wrap_error"]

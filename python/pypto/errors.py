@@ -121,6 +121,29 @@ class KernelTraceError(FeError, ValueError):
     _reference_format = False
 
 
+class KernelSyntaxError(KernelTraceError, ParserError):
+    """A statement a kernel may not contain (a `return` of a value): a KernelTraceError and the reference's
+    ParserError, with our plain message."""
+
+    def __init__(self, msg: str):
+        Exception.__init__(self, msg)
+        self.err_code = err_code_of(self)
+
+
+class ArgumentTypeError(FeError, TypeError):
+    """A kernel call's argument of the wrong kind or dtype, a missing or unexpected argument (raised by the core)."""
+    _reference_format = False
+
+
+class ArgumentValueError(FeError, ValueError):
+    """A kernel call's argument of the wrong rank, size or layout (raised by the core)."""
+    _reference_format = False
+
+
+class InternalError(PyptoError, RuntimeError):
+    """An internal invariant failed (`pypto.internal_check`): a bug to report, not a usage error."""
+
+
 class UnsupportedFeatureError(FeError, NotImplementedError):
     """A reference feature this package does not support yet; the message names it."""
 
@@ -162,3 +185,28 @@ class CaptureError(PyptoRtError, RuntimeError):
 def not_supported(feature: str, hint: str = "") -> UnsupportedFeatureError:
     """The error for a reference feature that is missing here: names it and says 'not supported yet'."""
     return UnsupportedFeatureError(f"{feature} is not supported yet by this pypto" + (f"; {hint}" if hint else ""))
+
+
+def catch_and_wrap_error(operation: str):
+    """Decorator (the reference's `pypto.error._catch_and_wrap_error`): an exception escaping the function becomes a
+    PyptoGeneralError 'Failed to <operation> '<name>'' carrying the original message and its code (an 'ErrCode'
+    already in the message is kept, never doubled); a PyptoError passes through unchanged."""
+    import functools
+    import re
+
+    def decorate(fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            try:
+                return fn(*args, **kwargs)
+            except PyptoError:
+                raise
+            except Exception as e:
+                name = getattr(args[0], "__name__", fn.__name__) if args else fn.__name__
+                text = str(e)
+                found = re.search(r"ErrCode: ([0-9A-Fa-f]+)", text)
+                code = int(found.group(1), 16) if found else err_code_of(e)
+                detail = text if found else f"{type(e).__name__}: {text}"
+                raise PyptoGeneralError(code, f"Failed to {operation} '{name}'. {detail}") from e
+        return wrapper
+    return decorate

@@ -147,7 +147,7 @@ BindError tensor_error(const ParamTable& table, const DLTensor* tensors) {
       std::string strides = "[";
       for (int d = 0; d < t.ndim; ++d) strides += (d ? ", " : "") + std::to_string(t.strides[d]);
       return {ErrorKind::kValue, head + "expected a contiguous (row-major) tensor, got strides " + strides +
-                                     "] for shape " + shape_str() + "; call .contiguous() first"};
+                                     "] for shape " + shape_str() + " (not all tensors are contiguous); call .contiguous() first"};
     }
   }
   return {};

@@ -11,6 +11,21 @@
 namespace pypto::py {
 
 PyObject* raise(PyObject* type, const std::string& msg) {
+  // A call's argument errors are the reference's FeError and the builtin a user expects (`except
+  // pypto.error.FeError` and `except TypeError` both catch them): pypto.errors' Argument{Type,Value}Error.
+  const char* ours = type == PyExc_TypeError ? "ArgumentTypeError" : type == PyExc_ValueError ? "ArgumentValueError"
+                                                                                               : nullptr;
+  if (ours != nullptr) {
+    PyObject* mod = PyImport_ImportModule("pypto.errors");
+    PyObject* t = mod != nullptr ? PyObject_GetAttrString(mod, ours) : nullptr;
+    Py_XDECREF(mod);
+    if (t != nullptr) {
+      PyErr_SetString(t, msg.c_str());
+      Py_DECREF(t);
+      return nullptr;
+    }
+    PyErr_Clear();  // pypto.errors unavailable (interpreter shutting down): the builtin still says it all
+  }
   PyErr_SetString(type, msg.c_str());
   return nullptr;
 }

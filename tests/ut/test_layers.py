@@ -16,7 +16,7 @@ ROOT = Path(pypto.__file__).resolve().parent
 
 # Bottom first. `__main__` modules and the package `__init__` are entry points: they may import anything.
 LAYERS = ["_version", "errors", "logger", "error", "_core", "native", "vocab", "distributed", "ir", "language", "codegen",
-          "compiler", "verify", "frontend", "export", "torch_op", "capture", "testing", "bench"]
+          "compiler", "verify", "frontend", "export", "torch_op", "capture", "pypto_impl", "runtime", "testing", "bench"]
 NATIVE = {"_core", "_core_prof"}     # the nanobind extension: the bottom, like errors
 
 

@@ -81,3 +81,22 @@ class function_scope:
 
     def __exit__(self, *exc):
         return False
+
+
+class Function:
+    """The reference's graph function object (its graph-building API): not supported yet — kernels here are
+    `@pypto.frontend.jit` functions, traced on their first call."""
+
+    def __init__(self, *args, **kwargs):
+        raise UnsupportedFeatureError("pypto.Function (the reference's graph function object) is not supported yet "
+                                      "by this pypto; write a @pypto.frontend.jit kernel")
+
+
+def get_last_function():
+    raise UnsupportedFeatureError("pypto.get_last_function (the reference's graph function objects) is not "
+                                  "supported yet by this pypto; a kernel's IR: kernel.explain / PYPTO_LOG=debug")
+
+
+def get_current_function():
+    raise UnsupportedFeatureError("pypto.get_current_function (the reference's graph function objects) is not "
+                                  "supported yet by this pypto")

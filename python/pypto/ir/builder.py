@@ -156,21 +156,24 @@ class Builder:
         """The tiling in effect must fit the op (as the reference checks when an op uses it: a matmul's m tile only
         when A is transposed, check_m)."""
         values = [v for v in ins if isinstance(v, Value)] + [out]
-        if isinstance(tile, dict):      # cube tiles (matmul): 32-byte alignment for the input dtype
+        if isinstance(tile, dict):      # cube tiles (matmul): 32-byte alignment of k and n for the input dtype
             dt = values[0].dtype
             align = 32 if dt.itemsize == 1 else 16
-            for nm in ("m", "k", "n") if check_m else ("k", "n"):
+            # a matmul's m is the rows of A's fractals: 16 elements for every dtype (the reference runs int8 with
+            # m = 176); scaled_mm keeps 32 bytes for all three
+            m_align = 16 if kind == "matmul" else align
+            for nm, al in ((("m", m_align),) if check_m else ()) + (("k", align), ("n", align)):
                 for x in tile[nm][:2]:
-                    if x % align:
+                    if x % al:
+                        what = (f"{al} elements (the fractal rows; k and n need 32-byte alignment)" if al != align
+                                else f"{al} elements (32-byte alignment)")
                         raise self.error(kind, f"set_cube_tile_shapes: {nm} tile {x} is not aligned: with "
-                                               f"{dt.short} inputs every m/k/n tile size must be a multiple of "
-                                               f"{align} elements (32-byte alignment), got m={list(tile['m'])}, "
-                                               f"k={list(tile['k'])}, n={list(tile['n'])}")
+                                               f"{dt.short} inputs every {nm} tile size must be a multiple of "
+                                               f"{what}, got m={list(tile['m'])}, k={list(tile['k'])}, "
+                                               f"n={list(tile['n'])}")
             return
-        rank = max(len(v.shape) for v in values)
-        if len(tile) < rank:
-            raise self.error(kind, f"set_vec_tile_shapes gave {len(tile)} tile size(s) {list(tile)}, but this op "
-                                   f"works on a rank-{rank} tensor; give one tile size per dim (at least {rank})")
+        # vector tiles: fewer sizes than the op's rank tile its trailing dims (the reference's rule; the code
+        # generator pairs tile[-k] with dim -k and leaves the leading dims untiled)
 
     def assign(self, dst: Value, src, op: str):
         st = dst.storage

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..errors import KernelTraceError
+from ..errors import KernelSyntaxError, KernelTraceError
 from ..ir import sym as S
 from ..ir.builder import active, user_location
 from ..ir.nodes import PARAM, Value
@@ -50,8 +50,9 @@ class TraceRuntime:
 
     def check_return(self, value, lineno: int):
         if value is not None:
-            raise KernelTraceError(
-                f"kernel '{self.kernel_name}': a kernel returns nothing, but this `return` gives a "
+            raise KernelSyntaxError(
+                f"kernel '{self.kernel_name}': Return statements are not allowed to give a value: a kernel returns "
+                f"nothing, but this `return` gives a "
                 f"{_kind(value)}; write results into an output tensor parameter with out[:] = ..., out.move(...) "
                 f"or pypto.assemble(...) (at {self.filename}:{lineno})")
         return value

@@ -12,7 +12,7 @@ import builtins
 from ..ir.builder import active
 from ..ir.infer import norm_dim
 from ..vocab.annotations import Tensor, TileOpFormat
-from ..ir.nodes import LOCAL, row_major, same_dim
+from ..ir.nodes import LOCAL, TEMP, row_major, same_dim
 from ._helpers import (DT, S, Value, check_dtype, check_int_like, check_int_list, check_operand, check_tensor,
                        current, elementwise, fmt_shape, require_equal)
 from .elementwise import cast, eq
@@ -269,11 +269,12 @@ def reshape(t, shape, valid_shape=None, inplace=False):
     the result write the input — use it for DYNAMIC inputs, whose element count is only known at run time
     (the count is then checked when the kernel runs).
 
-    `valid_shape=` (possibly symbolic) makes `shape` the static tile that is laid out row-major and
-    `valid_shape` its logical region, like view(..., valid_shape=): e.g. a [16, 64] tile whose first v rows
-    are valid, reshape(t, [16, 8, 8], valid_shape=[v, 8, 8]). The input's tile (its static capacity) must
-    have as many elements as `shape`, and valid_shape must hold as many elements as the input's valid
-    region (both checked, at run time when symbolic)."""
+    `valid_shape=` (possibly symbolic) makes `shape` the static tile and `valid_shape` its logical region,
+    like view(..., valid_shape=), and reshapes the valid elements, as the reference does: the input's valid
+    region read row-major fills the output's valid region row-major (a [4, 32, 512] tile whose valid region is
+    [4, 8, 512] reshaped to [128, 512] with valid_shape [32, 512] gives its 32 valid rows, in order). The
+    input's tile (its static capacity) must have as many elements as `shape`, and valid_shape must hold as
+    many elements as the input's valid region (both checked, at run time when symbolic)."""
     op = "reshape"
     b = current(op)
     t = check_tensor(t, op)
@@ -329,15 +330,17 @@ def _reshape_tile(t: Value, shape, valid, inplace, op):
     b.check(S.compare("==", _numel(valid), _numel(t.shape)),
             f"valid_shape {fmt_shape(valid)} holds a different number of elements than the input's valid "
             f"region {fmt_shape(t.shape)}", op)
-    laid_out = all(same_dim(s, w) for d, s, w in zip(tile, t.strides, row_major(tile))
-                   if not (isinstance(d, int) and d == 1))
-    if not laid_out:
+    if not _is_contiguous(t):
+        # The valid elements are reshaped (the reference's rule): the input's valid region, read row-major, fills
+        # the output's valid region row-major. That is a view when they lie packed in memory; else pack them.
         if inplace:
-            raise b.error(op, f"inplace=True needs an input laid out row-major over its tile {fmt_shape(tile)}; "
-                              f"this one is a strided view")
-        tmp = b.new_temp(t.dtype, t.shape, tile)
-        t = b.op("ew", tmp, [t], fn="cast", cts=(None,), tile=b.vec_tile)
-    return b.new_view(t, t.offset, tuple(valid), tuple(shape), row_major(shape))
+            raise b.error(op, f"inplace=True needs an input whose valid region {fmt_shape(t.shape)} lies packed "
+                              f"row-major in memory; this one is a strided view (of tile {fmt_shape(tile)}) — drop "
+                              f"inplace=True to copy")
+        # a storage without static caps is laid out row-major over its (symbolic) shape: packed
+        packed = b.new_storage(TEMP, t.dtype, t.shape, tuple(d if isinstance(d, int) else None for d in t.shape))
+        t = b.op("ew", packed, [t], fn="cast", cts=(None,), tile=b.vec_tile)
+    return b.new_view(t, t.offset, tuple(valid), tuple(shape), row_major(valid))
 
 
 def transpose(t, dim0, dim1):

@@ -38,6 +38,14 @@ DYNAMIC = _DimMarker("DYNAMIC")
 DYN = DYNAMIC
 
 
+class StatusType:
+    """The reference's namespace of the dim markers: StatusType.STATIC / DYNAMIC / DYN are pypto.STATIC / DYNAMIC /
+    DYN (the reference's is an enum; here the markers are the objects annotations take)."""
+    STATIC = STATIC
+    DYNAMIC = DYNAMIC
+    DYN = DYN
+
+
 class DynamicDim:
     """A named symbolic dimension: every dim carrying the same name must agree at call time."""
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 
-__all__ = ["CachePolicy", "CastMode", "LogBaseType", "OpType", "OutType", "PrecisionType", "ReLuType",
+__all__ = ["AtomicRMWMode", "SatStatus", "CachePolicy", "CastMode", "LogBaseType", "OpType", "OutType", "PrecisionType", "ReLuType",
            "ReduceMode", "SaturationMode", "ScatterMode", "TopKAlgo", "TransMode", "PassConfigKey"]
 
 
@@ -102,3 +102,17 @@ class TransMode(enum.Enum):
 class PassConfigKey(enum.Enum):
     """Keys of the NPU pass configuration (`pypto.set_pass_config`)."""
     KEY_DUMP_GRAPH = 0
+
+
+class AtomicRMWMode(enum.Enum):
+    """The reference's atomic read-modify-write modes (its values); no op here takes it yet."""
+    ADD = 0
+    MAX = 1
+    MIN = 2
+
+
+class SatStatus(enum.Enum):
+    """Whether the reference's solver found a symbolic condition satisfiable (its values)."""
+    SAT = 0
+    UNSAT = 1
+    UNKNOWN = 2

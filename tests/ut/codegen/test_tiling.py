@@ -81,12 +81,23 @@ def test_vec_tiles_apply_to_the_ops_that_follow_in_the_scope():
     ((8, -4), "tile sizes must be > 0, got -4"),
     ((8, 2.5), r"tile sizes must be ints \(static or symbolic\), got 2.5"),
     ((True, 8), r"tile sizes must be ints \(static or symbolic\), got True"),
-    ((16,), r"exp: set_vec_tile_shapes gave 1 tile size\(s\) \[16\], but this op works on a rank-2 tensor"),
 ])
 def test_vec_tile_validation(tile, msg):
     a = torch.zeros(4, 8)
     with pytest.raises(KernelTraceError, match=r"kernel 'k_vec': .*" + msg):
         _source(k_vec, a, a, tile=tile)
+
+
+def test_fewer_vec_tile_sizes_than_the_rank_tile_the_trailing_dims():
+    """The reference's rule: set_vec_tile_shapes(16, 32) on a rank-4 op tiles its last two dims (no error)."""
+    def k4(a: pypto.Tensor([2, 3, 40, 96], pypto.DT_FP32), out: pypto.Tensor([2, 3, 40, 96], pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(16, 32)
+        out[:] = pypto.exp(a) * 2.0
+
+    a = _rand(2, 3, 40, 96)
+    out = torch.zeros(2, 3, 40, 96)
+    pypto.frontend.jit(k4)(a, out)
+    torch.testing.assert_close(out, torch.exp(a) * 2.0, rtol=1e-6, atol=1e-6)
 
 
 def test_vec_tile_errors_through_the_public_api_leave_outputs_untouched():
@@ -187,6 +198,7 @@ def test_cube_tile_validation(m, k, n, msg):
                                                                         # checked only with a_trans)
     ("f16", torch.float16, (16, 16), (24, 48), (16, 16), "k tile 24"),  # fp16: 16 elements = 32 bytes
     ("i8", torch.int8, (32, 32), (32, 32), (16, 32), "n tile 16"),     # int8: 32 elements = 32 bytes
+    ("i8", torch.int8, (8, 32), (32, 32), (32, 32), "m tile 8"),       # m: 16 elements for every dtype
 ])
 def test_cube_tile_alignment_is_checked_at_the_matmul(sig, dtype, m, k, n, bad):
     ann = {"f32": S2, "f16": S2H, "i8": S2I8}[sig]
@@ -204,6 +216,21 @@ def test_cube_tile_alignment_is_checked_at_the_matmul(sig, dtype, m, k, n, bad):
     msg = str(ei.value)
     assert "kernel 'k_al': matmul: set_cube_tile_shapes: " + bad + " is not aligned" in msg
     assert "32-byte alignment" in msg and "test_tiling.py:" in msg
+
+
+def test_int8_matmul_m_tiles_need_16_elements_only():
+    """The reference runs int8 matmuls with m = 176 (11 x 16): m is the fractal rows, not a 32-byte inner dim."""
+    def k176(a: pypto.Tensor([200, 64], pypto.DT_INT8), b: pypto.Tensor([64, 96], pypto.DT_INT8),
+             out: pypto.Tensor([200, 96], pypto.DT_INT32)):
+        pypto.set_cube_tile_shapes([176, 176], [64, 64], [32, 32])
+        out[:] = pypto.matmul(a, b, pypto.DT_INT32)
+
+    g = torch.Generator().manual_seed(5)
+    a = torch.randint(-128, 128, (200, 64), dtype=torch.int8, generator=g)
+    b = torch.randint(-128, 128, (64, 96), dtype=torch.int8, generator=g)
+    out = torch.zeros(200, 96, dtype=torch.int32)
+    pypto.frontend.jit(k176)(a, b, out)
+    assert torch.equal(out, a.to(torch.int32) @ b.to(torch.int32))
 
 
 def test_aligned_cube_tiles_for_fp16_and_int8_compute_exactly():

@@ -151,8 +151,11 @@ def test_kernel_returning_a_value():
     def k_ret(a: F32, out: F32):
         return a + 1.0
 
-    with pytest.raises(KernelTraceError, match="returns nothing"):
+    with pytest.raises(KernelTraceError, match="returns nothing") as e:
         _trace(k_ret, _x(2, 2), _x(2, 2))
+    # the reference's contract too: a ParserError whose message says "Return statements are not allowed"
+    assert isinstance(e.value, pypto.error.ParserError) and "Return statements are not allowed" in str(e.value)
+    assert e.value.err_code == 0xF00002 and "k_ret" in str(e.value)
 
 
 def test_tile_shape_validation():
