@@ -39,6 +39,7 @@ struct CapturedTensor {
 struct CapturedKernel {
   JitFunctionObject* fn = nullptr;    // strong
   std::vector<PyObject*> guard_seen;  // strong (NULL: the global was absent), in JitState::guards order
+  uint32_t guard_state = 0;           // the guard state id the launches were keyed with (values, not identities)
   int first_launch = 0;
 };
 
@@ -79,7 +80,7 @@ class CaptureGraph {
                           const PyptoTensorArg* targs, const PyptoScalarArg* scalars, int64_t elements);
   // capture_replay.cpp
   PyObject* replay(PyObject* kwargs);  // None or NULL with an exception set
-  bool check() const;                  // the checks a replay makes before it runs; false with an exception set
+  bool check();                        // the checks a replay makes before it runs; false with an exception set
   // Each launch run `rounds` times in a row, after check(): the kernels' own time, summed (ns per sequence).
   double time_kernels(int rounds);
 
@@ -105,8 +106,8 @@ extern PyObject* g_slot_type;
 // Runs a launch the way the hit path does (the GIL released above the kernel's threshold). None or NULL.
 PyObject* launch_like_hit(JitState& st, const Specialization* spec, const PyptoTensorArg* targs,
                           const PyptoScalarArg* scalars, int64_t elements);
-// The current layout of `obj` against its capture: "" when unchanged, else what changed. May set an exception
-// (reading a __dlpack__ object runs Python): then returns "\x01".
+// The current layout of `obj` against its capture: "" when unchanged, else what changed. "\x01" with an exception
+// set when reading it raised something that is not an Exception (KeyboardInterrupt): that propagates untouched.
 std::string tensor_change(const CapturedTensor& c);
 
 }  // namespace pypto::py

@@ -105,7 +105,7 @@ PyType_Slot graph_slots[] = {{Py_tp_traverse, reinterpret_cast<void*>(graph_trav
 
 }  // namespace
 
-bool CaptureGraph::check() const {
+bool CaptureGraph::check() {
   if (state != State::kDone) {
     const char* why = state == State::kNew       ? "nothing was captured yet (use `with pypto.capture() as g:`)"
                       : state == State::kRecording ? "the capture is still recording (replay after the with block)"
@@ -118,19 +118,31 @@ bool CaptureGraph::check() const {
     raise_pypto("CaptureError", std::string(kRefused) + "this graph is replaying on another thread");
     return false;
   }
-  // guards: a kernel whose guarded globals/cells were rebound would specialize again if called now
-  for (const CapturedKernel& k : kernels) {
-    const JitState& st = *k.fn->state;
-    for (size_t i = 0; i < st.guards.size(); ++i) {
-      if (guard_value(st.guards[i]) == k.guard_seen[i]) continue;
-      const Guard& gd = st.guards[i];
-      const std::string what = gd.name ? "the global '" + std::string(PyUnicode_AsUTF8(gd.name)) + "'"
-                                       : std::string("a closure variable");
-      raise_pypto("CaptureError", kRefused + launch_head(*this, k.first_launch) + "the kernel reads " + what +
-                                      ", rebound since capture: a call would now miss (specialize again), so the "
-                                      "captured launch is stale; capture again");
-      return false;
+  // guards: a kernel whose guarded globals/cells were rebound to other values would specialize again if called now
+  for (CapturedKernel& k : kernels) {
+    JitState& st = *k.fn->state;
+    size_t moved = st.guards.size();
+    for (size_t i = 0; i < st.guards.size() && moved == st.guards.size(); ++i)
+      if (guard_value(st.guards[i]) != k.guard_seen[i]) moved = i;
+    if (moved == st.guards.size()) continue;
+    // an object that is not the one seen: keyed by value as a call would (an equal value keeps the key)
+    const uint32_t gs = guards_slow(st);
+    if (PyErr_Occurred()) return false;
+    if (gs == k.guard_state) {
+      for (size_t i = 0; i < st.guards.size(); ++i) {
+        PyObject* v = guard_value(st.guards[i]);
+        Py_XINCREF(v);
+        Py_XSETREF(k.guard_seen[i], v);
+      }
+      continue;
     }
+    const Guard& gd = st.guards[moved];
+    const std::string what = gd.name ? "the global '" + std::string(PyUnicode_AsUTF8(gd.name)) + "'"
+                                     : std::string("a closure variable");
+    raise_pypto("CaptureError", kRefused + launch_head(*this, k.first_launch) + "the kernel reads " + what +
+                                    ", rebound since capture: a call would now miss (specialize again), so the "
+                                    "captured launch is stale; capture again");
+    return false;
   }
   // tensors: the captured storage, unmoved, with the captured dtype, shape and strides
   for (const CapturedTensor& c : tensors) {
@@ -202,7 +214,7 @@ void register_capture(nb::module_& m) {
         if (r == nullptr) throw nb::python_error();
         return nb::steal(r);
       }, "replay(**slots) -> None: run every captured launch in one native call, without the GIL")
-      .def("_check", [](const CaptureGraph& g) { if (!g.check()) throw nb::python_error(); })
+      .def("_check", [](CaptureGraph& g) { if (!g.check()) throw nb::python_error(); })
       .def("_time_kernels", [](CaptureGraph& g, int rounds) {
         if (!g.check()) throw nb::python_error();
         return g.time_kernels(std::max(rounds, 1));
