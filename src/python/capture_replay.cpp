@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "core/dtype.h"
 #include "core/launch.h"
 #include "core/messages.h"
 #include "python/capture.h"
@@ -247,6 +248,29 @@ void register_capture(nb::module_& m) {
           nb::bytes key(reinterpret_cast<const char*>(r.key.data()), r.key.size() * sizeof(uint64_t));
           out.append(nb::make_tuple(nb::borrow(reinterpret_cast<PyObject*>(g.kernels[r.kernel].fn)), key, ts, ss));
         }
+        return out;
+      })
+      .def("_tensor_layouts", [](const CaptureGraph& g) {
+        // per tensor: (dtype code, shape, written, address of the first element, bytes spanned)
+        nb::list out;
+        for (const CapturedTensor& c : g.tensors) {
+          nb::list shape;
+          int64_t span = 1;
+          for (int d = 0; d < c.ndim; ++d) {
+            shape.append(c.shape[d]);
+            if (c.shape[d] == 0) span = 0;
+            else if (span) span += (c.shape[d] - 1) * c.strides[d];
+          }
+          const int64_t bytes = span * ((c.dtype.bits * c.dtype.lanes + 7) / 8);
+          out.append(nb::make_tuple(dtype_from_dlpack(c.dtype), nb::tuple(shape), c.write_launch >= 0,
+                                    reinterpret_cast<uintptr_t>(c.data), bytes));
+        }
+        return out;
+      })
+      .def("_slot_bindings", [](const CaptureGraph& g) {
+        nb::list out;  // (slot name, launch, scalar index)
+        for (const ScalarSlot& s : g.slots)
+          for (const SlotBinding& x : s.bindings) out.append(nb::make_tuple(s.name, x.launch, x.s));
         return out;
       })
       .def("_slots", [](const CaptureGraph& g) {
