@@ -179,6 +179,11 @@ class Graph:
         return [k.__name__ for k, *_ in self._native._launches()]
 
     @property
+    def tensors(self) -> list:
+        """The captured tensors, in the order of their first use: the buffers of the exported C++ sequence."""
+        return self._native._tensors()
+
+    @property
     def slots(self) -> dict:
         """Slot name -> [(launch index, parameter name), ...]."""
         return self._native._slots()
