@@ -18,7 +18,8 @@ def test_step_program_reads_earlier_outputs_and_replays_like_eager():
     ref = [b.clone() for b in bufs]
     for name, x, y, out in prog:  # the torch reference of the step
         a, b = ref[x], ref[y]
-        ref[out] = {"step_add": a + b, "step_mul": a * b, "step_axpy": a * 0.5 + b, "step_sub": a - b}[name]
+        ref[out] = {"step_avg": (a + b) * 0.5, "step_mix": a * 0.75 + b * 0.25, "step_lerp": (a - b) * 0.25 + b,
+                    "step_sub": (a - b) * 0.5 + 1.0}[name]
     with pypto.capture() as g:
         step(bufs)
     for got, want in zip(bufs, ref):
@@ -34,3 +35,5 @@ def test_capture_set_reports_per_launch_cost():
     per = replay["extra"]["per_launch_overhead_ns"]
     assert math.isfinite(per) and "ns/launch above the kernels' own work" in replay["note"]
     assert replay["extra"]["kernels_ns"] > 0 and replay["ratio_to"] == "32 calls from Python"
+    cpp = replay["extra"]["cpp"]
+    assert ("ns" in cpp and cpp["ns"] > 0 and "C++ Sequence::run" in replay["note"]) or "skipped" in cpp
