@@ -16,6 +16,7 @@
 
 #include "core/replay.h"
 #include "pypto/dlpack.h"
+#include "python/capture_hook.h"
 #include "python/jit_state.h"
 #include "python/tensor_reader.h"
 
@@ -62,6 +63,7 @@ struct LaunchRecord {
   std::vector<uint64_t> key;  // the specialization's key
 };
 
+inline namespace PYPTO_CAPTURE_NS {
 class CaptureGraph {
  public:
   enum class State { kNew, kRecording, kDone, kFailed };
@@ -100,6 +102,7 @@ class CaptureGraph {
   int slot_index(PyObject* slot_obj);
   std::unordered_map<PyObject*, int> tensor_ids_;
 };
+}  // namespace PYPTO_CAPTURE_NS
 
 // The Python class of scalar slots (pypto.capture.Slot), registered by the capture layer; NULL until then.
 extern PyObject* g_slot_type;
