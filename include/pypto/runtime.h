@@ -174,6 +174,7 @@ inline NamedArg kw(const char* name, Arg value) noexcept { return NamedArg{name,
 namespace detail {
 struct KernelImpl;
 struct BundleImpl;
+struct SequenceImpl;
 }  // namespace detail
 
 // Keyword names resolved once against one kernel, the way the Python side learns a call site's keyword layout:
@@ -265,6 +266,38 @@ class PYPTO_RT_API Kernel {
   const detail::KernelImpl* impl_;
 };
 
+// One buffer of an exported sequence: a tensor the captured step passed (docs/capture.md).
+struct BufferInfo {
+  int32_t dtype = PYPTO_DT_FP32;  // PyptoDType code
+  std::vector<int64_t> shape;     // exact (DYNAMIC sizes were frozen at capture)
+  bool written = false;           // some launch writes it
+  std::string first_use;          // "kernel 'k' parameter 'x' (launch 0)"
+};
+
+// A captured sequence of launches (`g.export(dir, name)` in Python): the step replayed with the caller's buffers.
+//   const Sequence& step = bundle.sequence("step");
+//   Status s = step.run({x, y, out}, {{"alpha", 0.5}});     // one buffer per captured tensor, in buffers() order
+// run() checks every buffer against the captured one (a tensor, CPU, non-null, the dtype and exact shape, dense
+// row-major; a written buffer may not overlap another), then runs the launches in order, with the recorded scalars
+// and the named slots given. Nothing is launched unless every buffer and slot is valid. Thread safe; allocation-free
+// unless it fails.
+class PYPTO_RT_API Sequence {
+ public:
+  Status run(const Arg* buffers, size_t n_buffers, const NamedArg* slots = nullptr, size_t n_slots = 0) const noexcept;
+  Status run(std::initializer_list<Arg> buffers, std::initializer_list<NamedArg> slots = {}) const noexcept {
+    return run(buffers.begin(), buffers.size(), slots.begin(), slots.size());
+  }
+  const std::string& name() const noexcept;
+  size_t num_launches() const noexcept;
+  const std::vector<BufferInfo>& buffers() const noexcept;
+  const std::vector<std::string>& slots() const noexcept;
+
+  explicit Sequence(const detail::SequenceImpl* impl) noexcept : impl_(impl) {}
+
+ private:
+  const detail::SequenceImpl* impl_;
+};
+
 class PYPTO_RT_API Bundle {
  public:
   // Loads `directory` (holding manifest.json): checks the manifest, the format/pypto/kernel-ABI versions, every
@@ -279,6 +312,11 @@ class PYPTO_RT_API Bundle {
   Status kernel(std::string_view name, const Kernel** out) const;
   const Kernel& kernel(std::string_view name) const;  // throws Error (kNotFound)
   std::vector<std::string> kernel_names() const;
+  // The captured sequences (`g.export(dir, name)`): nullptr / kNotFound when the bundle has no such sequence.
+  const Sequence* find_sequence(std::string_view name) const noexcept;
+  Status sequence(std::string_view name, const Sequence** out) const;
+  const Sequence& sequence(std::string_view name) const;  // throws Error (kNotFound)
+  std::vector<std::string> sequence_names() const;
   const std::string& directory() const noexcept;
   const std::string& pypto_version() const noexcept;  // the exporter's (== this runtime's) version
 

@@ -155,6 +155,7 @@ int CaptureGraph::kernel_index(JitFunctionObject* fn, int launch) {
   Py_INCREF(reinterpret_cast<PyObject*>(fn));
   k.fn = fn;
   k.first_launch = launch;
+  k.guard_state = fn->state->guard_state;
   for (const Guard& gd : fn->state->guards) {
     PyObject* v = guard_value(gd);
     Py_XINCREF(v);
@@ -243,8 +244,15 @@ std::string tensor_change(const CapturedTensor& c) {
   bool torch = false;
   const int rc = read_any(c.obj, &dl, &rs, &torch);
   if (rc != 1) {
-    if (rc < 0) return "\x01";
-    return "it can no longer be read as a tensor";
+    if (rc == 0) return "it can no longer be read as a tensor";
+    if (!PyErr_ExceptionMatches(PyExc_Exception)) return "\x01";
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    std::string why = "it can no longer be read (" + py_repr(value ? value : type) + ")";
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
+    return why;
   }
   std::string why;
   const void* data = static_cast<char*>(dl.data) + dl.byte_offset;

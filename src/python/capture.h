@@ -16,6 +16,7 @@
 
 #include "core/replay.h"
 #include "pypto/dlpack.h"
+#include "python/capture_hook.h"
 #include "python/jit_state.h"
 #include "python/tensor_reader.h"
 
@@ -39,6 +40,7 @@ struct CapturedTensor {
 struct CapturedKernel {
   JitFunctionObject* fn = nullptr;    // strong
   std::vector<PyObject*> guard_seen;  // strong (NULL: the global was absent), in JitState::guards order
+  uint32_t guard_state = 0;           // the guard state id the launches were keyed with (values, not identities)
   int first_launch = 0;
 };
 
@@ -61,6 +63,7 @@ struct LaunchRecord {
   std::vector<uint64_t> key;  // the specialization's key
 };
 
+inline namespace PYPTO_CAPTURE_NS {
 class CaptureGraph {
  public:
   enum class State { kNew, kRecording, kDone, kFailed };
@@ -79,7 +82,7 @@ class CaptureGraph {
                           const PyptoTensorArg* targs, const PyptoScalarArg* scalars, int64_t elements);
   // capture_replay.cpp
   PyObject* replay(PyObject* kwargs);  // None or NULL with an exception set
-  bool check() const;                  // the checks a replay makes before it runs; false with an exception set
+  bool check();                        // the checks a replay makes before it runs; false with an exception set
   // Each launch run `rounds` times in a row, after check(): the kernels' own time, summed (ns per sequence).
   double time_kernels(int rounds);
 
@@ -99,14 +102,15 @@ class CaptureGraph {
   int slot_index(PyObject* slot_obj);
   std::unordered_map<PyObject*, int> tensor_ids_;
 };
+}  // namespace PYPTO_CAPTURE_NS
 
 // The Python class of scalar slots (pypto.capture.Slot), registered by the capture layer; NULL until then.
 extern PyObject* g_slot_type;
 // Runs a launch the way the hit path does (the GIL released above the kernel's threshold). None or NULL.
 PyObject* launch_like_hit(JitState& st, const Specialization* spec, const PyptoTensorArg* targs,
                           const PyptoScalarArg* scalars, int64_t elements);
-// The current layout of `obj` against its capture: "" when unchanged, else what changed. May set an exception
-// (reading a __dlpack__ object runs Python): then returns "\x01".
+// The current layout of `obj` against its capture: "" when unchanged, else what changed. "\x01" with an exception
+// set when reading it raised something that is not an Exception (KeyboardInterrupt): that propagates untouched.
 std::string tensor_change(const CapturedTensor& c);
 
 }  // namespace pypto::py

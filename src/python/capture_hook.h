@@ -9,9 +9,19 @@
 #include "pypto/kernel_abi.h"
 #include "python/jit_state.h"
 
+// pypto._core and pypto._core_prof are the same sources built twice, and nanobind registers types by their C++
+// name across extensions: the graph type gets a distinct name in each build.
+#if defined(PYPTO_PROFILE) && PYPTO_PROFILE
+#define PYPTO_CAPTURE_NS capture_profiled
+#else
+#define PYPTO_CAPTURE_NS capture_plain
+#endif
+
 namespace pypto::py {
 
+inline namespace PYPTO_CAPTURE_NS {
 class CaptureGraph;
+}
 // The graph recording now; NULL unless some thread is inside `with pypto.capture()` (GIL-protected).
 extern CaptureGraph* g_capture;
 

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "core/dtype.h"
 #include "core/launch.h"
 #include "core/messages.h"
 #include "python/capture.h"
@@ -105,7 +106,7 @@ PyType_Slot graph_slots[] = {{Py_tp_traverse, reinterpret_cast<void*>(graph_trav
 
 }  // namespace
 
-bool CaptureGraph::check() const {
+bool CaptureGraph::check() {
   if (state != State::kDone) {
     const char* why = state == State::kNew       ? "nothing was captured yet (use `with pypto.capture() as g:`)"
                       : state == State::kRecording ? "the capture is still recording (replay after the with block)"
@@ -118,19 +119,31 @@ bool CaptureGraph::check() const {
     raise_pypto("CaptureError", std::string(kRefused) + "this graph is replaying on another thread");
     return false;
   }
-  // guards: a kernel whose guarded globals/cells were rebound would specialize again if called now
-  for (const CapturedKernel& k : kernels) {
-    const JitState& st = *k.fn->state;
-    for (size_t i = 0; i < st.guards.size(); ++i) {
-      if (guard_value(st.guards[i]) == k.guard_seen[i]) continue;
-      const Guard& gd = st.guards[i];
-      const std::string what = gd.name ? "the global '" + std::string(PyUnicode_AsUTF8(gd.name)) + "'"
-                                       : std::string("a closure variable");
-      raise_pypto("CaptureError", kRefused + launch_head(*this, k.first_launch) + "the kernel reads " + what +
-                                      ", rebound since capture: a call would now miss (specialize again), so the "
-                                      "captured launch is stale; capture again");
-      return false;
+  // guards: a kernel whose guarded globals/cells were rebound to other values would specialize again if called now
+  for (CapturedKernel& k : kernels) {
+    JitState& st = *k.fn->state;
+    size_t moved = st.guards.size();
+    for (size_t i = 0; i < st.guards.size() && moved == st.guards.size(); ++i)
+      if (guard_value(st.guards[i]) != k.guard_seen[i]) moved = i;
+    if (moved == st.guards.size()) continue;
+    // an object that is not the one seen: keyed by value as a call would (an equal value keeps the key)
+    const uint32_t gs = guards_slow(st);
+    if (PyErr_Occurred()) return false;
+    if (gs == k.guard_state) {
+      for (size_t i = 0; i < st.guards.size(); ++i) {
+        PyObject* v = guard_value(st.guards[i]);
+        Py_XINCREF(v);
+        Py_XSETREF(k.guard_seen[i], v);
+      }
+      continue;
     }
+    const Guard& gd = st.guards[moved];
+    const std::string what = gd.name ? "the global '" + std::string(PyUnicode_AsUTF8(gd.name)) + "'"
+                                     : std::string("a closure variable");
+    raise_pypto("CaptureError", kRefused + launch_head(*this, k.first_launch) + "the kernel reads " + what +
+                                    ", rebound since capture: a call would now miss (specialize again), so the "
+                                    "captured launch is stale; capture again");
+    return false;
   }
   // tensors: the captured storage, unmoved, with the captured dtype, shape and strides
   for (const CapturedTensor& c : tensors) {
@@ -202,7 +215,7 @@ void register_capture(nb::module_& m) {
         if (r == nullptr) throw nb::python_error();
         return nb::steal(r);
       }, "replay(**slots) -> None: run every captured launch in one native call, without the GIL")
-      .def("_check", [](const CaptureGraph& g) { if (!g.check()) throw nb::python_error(); })
+      .def("_check", [](CaptureGraph& g) { if (!g.check()) throw nb::python_error(); })
       .def("_time_kernels", [](CaptureGraph& g, int rounds) {
         if (!g.check()) throw nb::python_error();
         return g.time_kernels(std::max(rounds, 1));
@@ -235,6 +248,29 @@ void register_capture(nb::module_& m) {
           nb::bytes key(reinterpret_cast<const char*>(r.key.data()), r.key.size() * sizeof(uint64_t));
           out.append(nb::make_tuple(nb::borrow(reinterpret_cast<PyObject*>(g.kernels[r.kernel].fn)), key, ts, ss));
         }
+        return out;
+      })
+      .def("_tensor_layouts", [](const CaptureGraph& g) {
+        // per tensor: (dtype code, shape, written, address of the first element, bytes spanned)
+        nb::list out;
+        for (const CapturedTensor& c : g.tensors) {
+          nb::list shape;
+          int64_t span = 1;
+          for (int d = 0; d < c.ndim; ++d) {
+            shape.append(c.shape[d]);
+            if (c.shape[d] == 0) span = 0;
+            else if (span) span += (c.shape[d] - 1) * c.strides[d];
+          }
+          const int64_t bytes = span * ((c.dtype.bits * c.dtype.lanes + 7) / 8);
+          out.append(nb::make_tuple(dtype_from_dlpack(c.dtype), nb::tuple(shape), c.write_launch >= 0,
+                                    reinterpret_cast<uintptr_t>(c.data), bytes));
+        }
+        return out;
+      })
+      .def("_slot_bindings", [](const CaptureGraph& g) {
+        nb::list out;  // (slot name, launch, scalar index)
+        for (const ScalarSlot& s : g.slots)
+          for (const SlotBinding& x : s.bindings) out.append(nb::make_tuple(s.name, x.launch, x.s));
         return out;
       })
       .def("_slots", [](const CaptureGraph& g) {

@@ -81,6 +81,7 @@ struct BundleImpl {
   std::string directory;
   std::string pypto_version;
   std::vector<std::unique_ptr<KernelImpl>> kernels;
+  std::vector<std::shared_ptr<const SequenceImpl>> sequences;  // runtime/sequence.h
 };
 
 

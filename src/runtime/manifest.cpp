@@ -3,6 +3,7 @@
 #include "runtime/manifest.h"
 
 #include "core/param_table_json.h"
+#include "runtime/sequence.h"
 
 namespace pypto::runtime {
 
@@ -56,6 +57,8 @@ Status Bundle::open(const std::string& directory, Bundle* out) {
                                                   k->table.kernel + "'");
       impl->kernels.push_back(std::move(k));
     }
+    // 3. the captured sequences, checked against the kernels' specializations (runtime/sequence.cpp)
+    load_sequences(*impl, m);
     out->impl_ = std::move(impl);
     return Status();
   } catch (const LoadFailure& e) {

@@ -78,6 +78,10 @@ def run(sets=ALL_SETS, peer_names=tuple(peers.PEERS), quick: bool = False, round
     gc.collect()
     stats, noise = timing.measure(rows, rounds, target_loop_s, single_calls=2000 if quick else 20000)
     row_dicts, fastest = _ratios(rows, stats)
+    from .capture_step import annotate
+
+    for d in row_dicts:
+        annotate(d, _best(d))
 
     cg = None
     if do_callgrind is None:

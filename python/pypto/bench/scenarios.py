@@ -16,6 +16,7 @@ against torch, and leaves the kernel's table in the state the set is about.
                      arrays (their C struct), `__dlpack__`-only producers (the capsule protocol: a Python call per
                      argument, the documented slow path), torch tensors on the same kernel with a DYNAMIC or a
                      named dim
+    capture          a 32-launch step of tiny kernels: 32 Python calls vs one `g.replay()` (capture_step.py)
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ import time
 
 from .timing import Row
 
-SETS = ("tensors", "constants", "scalars", "specializations", "globals", "dims", "inputs")
+SETS = ("tensors", "constants", "scalars", "specializations", "globals", "dims", "inputs", "capture")
 SPECIALIZATIONS_FULL = (1, 100, 10_000)
 SPECIALIZATIONS_QUICK = (1, 100)
 
@@ -153,4 +154,10 @@ def inputs_rows(quick: bool) -> list[Row]:
 
 BUILDERS = {"tensors": tensors_rows, "constants": constants_rows, "scalars": scalars_rows,
             "specializations": specializations_rows, "globals": globals_rows, "dims": dims_rows,
-            "inputs": inputs_rows}
+            "inputs": inputs_rows, "capture": lambda quick: _capture_rows(quick)}
+
+
+def _capture_rows(quick: bool) -> list[Row]:
+    from .capture_step import capture_rows
+
+    return capture_rows(quick)

@@ -17,7 +17,7 @@ ops run once, at capture, unrecorded (listed in `g.eager_ops`). The custom ops o
 pypto launches: recorded. `g.export(dir)` writes the sequence into a bundle that `pypto::runtime::Bundle`
 replays from C++ (docs/embedding.md).
 
-Layer 10: above frontend, export and torch_op (it imports errors, frontend and export); torch is imported only when
+Layer 10 (docs/architecture.md): above frontend, export and torch_op (it imports errors, frontend and export); torch is imported only when
 torch is already loaded. Never testing or bench.
 """
 from __future__ import annotations
@@ -177,6 +177,11 @@ class Graph:
     def launches(self) -> list[str]:
         """The kernel name of each recorded launch, in order."""
         return [k.__name__ for k, *_ in self._native._launches()]
+
+    @property
+    def tensors(self) -> list:
+        """The captured tensors, in the order of their first use: the buffers of the exported C++ sequence."""
+        return self._native._tensors()
 
     @property
     def slots(self) -> dict:

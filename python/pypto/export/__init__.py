@@ -154,14 +154,22 @@ def _sha256(path) -> str:
     return h.hexdigest()
 
 
-def _kernel_entry(front, native, examples, libdir: Path, used_libs: set) -> dict:
-    """Compile the examples (or take the existing specializations) and describe the kernel for the manifest."""
+def _kernel_entry(front, native, examples, libdir: Path, used_libs: set, keys=None) -> dict:
+    """Compile the examples (or take the existing specializations, or those of `keys`: the keys a capture
+    recorded) and describe the kernel for the manifest."""
     name = front.name
     n_const = sum(1 for p in front.params if p.kind == "constexpr")
     has_guards = bool(front.guards)
     current_guards = {(g.owner, g.name): g.current() for g in front.guards}
     wanted: list[bytes] = []
-    if examples:
+    if keys is not None:
+        entries = {(k or b""): (info, lib) for k, info, lib, _s in native._specializations()}
+        missing = [k for k in keys if k not in entries or entries[k][0] is None]
+        if missing:
+            raise ExportError(f"kernel '{name}': a captured specialization is no longer in the kernel's table "
+                              f"(its guarded globals changed?); capture again before exporting")
+        chosen = [(k, *entries[k]) for k in keys]
+    elif examples:
         examples = list(examples)
         for i, ex in progress(enumerate(examples), len(examples), f"pypto.export: compiling '{name}'"):
             args, kwargs = _prepare_example(front, ex)
@@ -256,7 +264,7 @@ def export_kernel(kernel, directory, examples: Iterable = ()) -> Path:
     return _export([(kernel, list(examples) or None)], Path(directory))
 
 
-def _export(pairs: list, directory: Path) -> Path:
+def _export(pairs: list, directory: Path, sequences: list | None = None, keys: dict | None = None) -> Path:
     libdir = directory / "lib"
     libdir.mkdir(parents=True, exist_ok=True)
     used: set = set()
@@ -266,7 +274,7 @@ def _export(pairs: list, directory: Path) -> Path:
         if front.name in names:
             raise ExportError(f"pypto.export: two kernels are named '{front.name}'")
         names.add(front.name)
-        entries.append(_kernel_entry(front, native, ex, libdir, used))
+        entries.append(_kernel_entry(front, native, ex, libdir, used, (keys or {}).get(front.name)))
     manifest = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -276,6 +284,8 @@ def _export(pairs: list, directory: Path) -> Path:
                      "flags": list(toolchain.FLAGS), "cpu": toolchain.cpu_identity().split("|")[0]},
         "kernels": entries,
     }
+    if sequences:
+        manifest["sequences"] = sequences
     for f in libdir.glob("*.so"):  # libraries of an earlier export into the same directory
         if f.name not in used:
             f.unlink()
