@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
 
 
 def _driver() -> Path:
-    from .. import _core
+    from ..native import core as _core
     from ..compiler import toolchain
     from ..compiler.cache import cache_dir
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import _core
+from ..native import core as _core
 from ..errors import CaptureError
 from ..export import ExportError, _export
 from ..vocab.params import TENSOR

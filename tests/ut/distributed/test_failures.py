@@ -42,7 +42,7 @@ def test_killed_rank_fails_the_others_quickly():
     msg, seconds = results[0]
     assert "kernel 'barrier_kernel': shmem_barrier_all on rank 0 of group" in msg
     assert "rank 1 (pid " in msg and "exited" in msg
-    assert seconds < 5.0, seconds          # the timeout is 30 s: the dead peer was noticed
+    assert seconds < 15.0, seconds         # the timeout is 30 s: the dead peer was noticed (loose: loaded CI)
     assert leftover_windows() == []
 
 
