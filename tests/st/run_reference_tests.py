@@ -209,8 +209,13 @@ def main(argv=None) -> int:
         for c in cases:
             print(f"[{c['kind']}] {c['id']}" + (f"  (needs {c['needs']})" if c["needs"] else ""))
         return 0
+    def run_and_show(c):
+        r = run_case(root, c, args.timeout)
+        print(f"[{r['status']}] {r['id']} ({r['secs']:.1f}s)", file=sys.stderr, flush=True)  # progress
+        return r
+
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        results = list(pool.map(lambda c: run_case(root, c, args.timeout), cases))
+        results = list(pool.map(run_and_show, cases))
     report(results, args.verbose)
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))

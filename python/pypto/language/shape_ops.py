@@ -42,7 +42,9 @@ def view(t, shape, offsets, valid_shape=None):
 
     With `valid_shape` (possibly symbolic, e.g. pypto.min(16, n - i*16)) only the first valid_shape elements
     are real: ops compute on that region, reductions reduce it, writes of the tile write only it. `shape`
-    stays the compile-time capacity of the tile."""
+    stays the compile-time capacity of the tile. Without valid_shape, a tile that runs past the tensor's end
+    (offset 0, size 320 of a 192-wide dim) holds the tensor's remaining elements (192), as the reference
+    infers the valid shape."""
     op = "view"
     b = current(op)
     t = check_tensor(t, op)
@@ -67,7 +69,20 @@ def view(t, shape, offsets, valid_shape=None):
             b.check(S.compare("<=", v, d), f"valid_shape {S.to_text(v)} of dim {ax} exceeds the tile "
                                            f"shape {S.to_text(d)}", op)
         logical = valid
+    else:
+        logical = [_clamped(o, d, pd) for o, d, pd in zip(offsets, shape, t.shape)]
     return _window(t, offsets, tuple(logical), cap, op)
+
+
+def _clamped(o, d, pd):
+    """The reference's inferred valid size of a view's dim: a tile that runs past the tensor's end (statically
+    known) holds only the tensor's remaining elements, `pd - o`; the tile shape stays its capacity."""
+    fits = S.compare("<=", S.add(o, d), pd)
+    if fits is False:
+        rest = S.sub(pd, o)
+        if isinstance(rest, int) and rest >= 0:
+            return rest
+    return d
 
 
 def _norm_index(i, d, ax, op):

@@ -445,3 +445,37 @@ def test_reshape_with_valid_shape_reshapes_the_valid_data(n):
     a, out = torch.randn(n, 8), torch.zeros(n, 2, 4)
     k_reshape_valid(a, out)
     assert torch.equal(out, a.reshape(n, 2, 4))
+
+
+# ---- a view past the tensor's end (the reference infers the valid shape) ---------------------------------------
+
+@pypto.frontend.jit
+def k_split_past_end(a: pypto.Tensor([16, 192], F32), b: pypto.Tensor([192, 32], F32),
+                     out: pypto.Tensor([16, 32], F32), rows: pypto.Tensor([16, 192], F32)):
+    acc = pypto.full([16, 32], 0.0, F32)
+    for k0 in (0, 128):                                    # the second K tile, [.., 128], holds only 64
+        av = pypto.view(a, [16, 128], [0, k0])
+        bv = pypto.view(b, [128, 32], [k0, 0])
+        acc = acc + pypto.matmul(av, bv, F32)
+        pypto.assemble(av * 2.0, [0, k0], rows)            # writes only the valid 64 columns of the last tile
+    out[:] = acc
+
+
+def test_view_past_the_end_holds_the_remaining_elements():
+    g = torch.Generator().manual_seed(11)
+    a, b = torch.randn(16, 192, generator=g), torch.randn(192, 32, generator=g)
+    out, rows = torch.zeros(16, 32), torch.full((16, 192), -3.0)
+    k_split_past_end(a, b, out, rows)
+    torch.testing.assert_close(out, a @ b, rtol=1e-5, atol=1e-4)
+    assert torch.equal(rows, a * 2.0)
+
+
+def test_view_starting_past_the_end_is_still_an_error():
+    @pypto.frontend.jit
+    def k_past(a: pypto.Tensor([4, 8], F32), out: pypto.Tensor([4, 4], F32)):
+        out[:] = pypto.view(a, [4, 4], [0, 9])
+
+    out = torch.full((4, 4), 5.0)
+    with pytest.raises(KernelTraceError, match=r"kernel 'k_past': view: dim 1: offset 9 \+ size 4 exceeds"):
+        k_past(torch.zeros(4, 8), out)
+    assert torch.equal(out, torch.full((4, 4), 5.0))
