@@ -9,8 +9,11 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from typing import TYPE_CHECKING
 
-if os.environ.get("PYPTO_PROFILE", "0") not in ("", "0"):
+if TYPE_CHECKING:  # type checkers see the one interface both builds share (_core.pyi)
+    from . import _core as core
+elif os.environ.get("PYPTO_PROFILE", "0") not in ("", "0"):
     core = importlib.import_module(__package__ + "._core_prof")
     sys.modules[__package__ + "._core"] = core  # `import pypto._core` elsewhere names the same module
 else:
