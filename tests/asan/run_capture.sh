@@ -1,7 +1,8 @@
 #!/bin/bash
 # The capture/replay tests under AddressSanitizer: pypto._core and libpypto_runtime built with -fsanitize=address
 # into a temporary directory, the Python package staged beside them, and tests/ut/capture run against that build
-# (libasan preloaded into python and every child it starts; leak detection off: CPython and torch keep their
+# (libasan preloaded into python and every child it starts, with libstdc++ so that ASan's __cxa_throw interceptor
+# finds the real one when torch throws; leak detection off: CPython and torch keep their
 # allocations until exit). A read of freed memory by a replay (a tensor resized or freed since capture) would abort
 # the run with ASan's report. Not part of the default suite (a separate build, a few minutes on 2 cores).
 #   usage: tests/asan/run_capture.sh [PYTEST ARGS...]   (from the repository root, in the project's venv)
@@ -28,7 +29,7 @@ cp "$root/src/python/torch_reader/torch_reader.cpp" "$pkg/_sources/"
 cache=$(mktemp -d)
 trap 'rm -rf "$work" "$cache"' EXIT
 cd "$root"
-PYTHONPATH="$work/pkg" PYPTO_CACHE_DIR="$cache" LD_PRELOAD="$(g++ -print-file-name=libasan.so)" \
+PYTHONPATH="$work/pkg" PYPTO_CACHE_DIR="$cache" LD_PRELOAD="$(g++ -print-file-name=libasan.so) $(g++ -print-file-name=libstdc++.so)" \
 ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:log_path=$work/asan" \
   python -m pytest -q -n 0 -p no:cacheprovider tests/ut/capture "$@" && rc=0 || rc=$?
 # pytest captures the tests' stderr: ASan writes its reports to files, shown here
