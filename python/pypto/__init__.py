@@ -13,8 +13,8 @@ from .native import core as _core  # pypto._core, or the profiling build (PYPTO_
 
 from . import errors
 from . import error  # the reference's module name for the same exception classes
-from .errors import (BackendUnavailableError, CaptureError, CompileError, FeError, KernelDefinitionError, KernelRuntimeError,
-                     KernelTraceError, OptionError, ParserError, PyptoError, PyptoGeneralError,
+from .errors import (BackendUnavailableError, CaptureError, CompileError, DistributedError, FeError,
+                     KernelDefinitionError, KernelRuntimeError, KernelTraceError, OptionError, ParserError, PyptoError, PyptoGeneralError,
                      UnsupportedFeatureError)
 from .frontend import (DYN, DYNAMIC, STATIC, CompileStage, RunMode, Scalar, Tensor, TileOpFormat, dynamic,
                        options)
