@@ -193,21 +193,21 @@ def test_cube_tile_validation(m, k, n, msg):
         _source(k_mm, z, z, z, m=m, k=k, n=n)
 
 
-@pytest.mark.parametrize("sig,dtype,m,k,n,bad", [
-    ("f32", torch.float32, (8, 8), (8, 8), (16, 16), "k tile 8"),       # fp32: 16 elements (reference rule; m is
-                                                                        # checked only with a_trans)
-    ("f16", torch.float16, (16, 16), (24, 48), (16, 16), "k tile 24"),  # fp16: 16 elements = 32 bytes
-    ("i8", torch.int8, (32, 32), (32, 32), (16, 32), "n tile 16"),     # int8: 32 elements = 32 bytes
-    ("i8", torch.int8, (8, 32), (32, 32), (32, 32), "m tile 8"),       # m: 16 elements for every dtype
+@pytest.mark.parametrize("sig,dtype,m,k,n,bad,a_trans", [
+    ("f32", torch.float32, (8, 8), (8, 8), (16, 16), "k tile 8", False),      # fp32: 16 elements (reference rule;
+                                                                              # m is checked only with a_trans)
+    ("f16", torch.float16, (16, 16), (24, 48), (16, 16), "k tile 24", False),  # fp16: 16 elements = 32 bytes
+    ("i8", torch.int8, (32, 32), (32, 32), (16, 32), "n tile 16", False),     # int8: 32 elements = 32 bytes
+    ("i8", torch.int8, (8, 32), (32, 32), (32, 32), "m tile 8", True),        # m (a_trans): 16 elements, any dtype
 ])
-def test_cube_tile_alignment_is_checked_at_the_matmul(sig, dtype, m, k, n, bad):
+def test_cube_tile_alignment_is_checked_at_the_matmul(sig, dtype, m, k, n, bad, a_trans):
     ann = {"f32": S2, "f16": S2H, "i8": S2I8}[sig]
     out_ann = S2I32 if sig == "i8" else S2
     out_dt = pypto.DT_INT32 if sig == "i8" else pypto.DT_FP32
 
     def k_al(a: ann, b: ann, out: out_ann):
         pypto.set_cube_tile_shapes(list(m), list(k), list(n))
-        out[:] = pypto.matmul(a, b, out_dt)
+        out[:] = pypto.matmul(a, b, out_dt, a_trans=a_trans)
 
     z = torch.zeros(8, 8, dtype=dtype)
     zo = torch.zeros(8, 8, dtype=torch.int32 if sig == "i8" else torch.float32)

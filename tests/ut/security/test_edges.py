@@ -67,7 +67,8 @@ def test_interrupt_in_a_scalars_conversion_propagates_untouched(cache):
     assert r["got"][0] == ["KeyboardInterrupt", "from __float__"]
     assert r["got"][1] == ["KeyboardInterrupt", "from __index__"]
     assert r["got"][2] == ["ZeroDivisionError", "user bug"]
-    assert r["got"][3][0] == "TypeError" and "kernel 'kf'" in r["got"][3][1]
+    # pypto.errors.ArgumentTypeError: a TypeError and the reference's FeError (tests/ut/errors)
+    assert r["got"][3][0] == "ArgumentTypeError" and "kernel 'kf'" in r["got"][3][1]
     assert r["got"][4] == ["KeyboardInterrupt", "from the constant's key"]
     assert r["untouched"]
 
