@@ -16,7 +16,7 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "tests" / "ut"))
-from embed._bundle import build_dir_root, build_test_binary, export_test_bundle, pypto_dirs  # noqa: E402
+from embed._bundle import _stamp, build_dir_root, build_test_binary, export_test_bundle, pypto_dirs  # noqa: E402
 from embed import _kernels as K  # noqa: E402
 
 
@@ -203,9 +203,8 @@ def _overlap_binary() -> Path:
     dirs = pypto_dirs()
     src = ROOT / "tests" / "cpp" / "hostile_runtime.cpp"
     lib = dirs["lib"] / "libpypto_runtime.so"
-    import hashlib
-
-    stamp = hashlib.sha256(src.read_bytes() + lib.read_bytes()).hexdigest()[:16]
+    # keyed by the library's path too: the binary's rpath names it, and another venv's copy may be gone since
+    stamp = _stamp(src, dirs["include"] / "pypto" / "runtime.h", lib)
     exe = build_dir_root() / f"hostile_runtime-{stamp}"
     if not exe.exists():
         tmp = exe.with_name(f"{exe.name}.{os.getpid()}.tmp")
