@@ -11,6 +11,12 @@ with its preds is correct here. A program that is only correct *without* program
 before the signal it expects from this same rank — deadlocks here as on a device that honours the preds, and
 fails with the wait's timeout error. Signals are kept per tile: the first shmem_signal / shmem_wait_until on a
 shmem tensor fixes its signal tile (the region's shape); later regions must cover whole tiles.
+
+Every execution of create_shmem_tensor / create_shmem_signal (once per launch, or once per iteration of the
+`pypto.loop` it is written in) binds fresh, zeroed data and signals, as the reference binds a fresh region of the
+group's window at each execution of its create op: the tensor owns a ring of RING slots in the window, the
+execution number picks the slot, and a slot is zeroed by its owner before reuse once every rank has moved past the
+execution that last used it (kernel_shmem_ring.h). Every rank must execute each create the same number of times.
 """
 from __future__ import annotations
 
@@ -28,6 +34,10 @@ from .shape_ops import _window
 SHMEM = "shmem"          # storage kind of a shmem tensor's local data
 SIG_HEADER = 80          # int32s before each signal grid (barrier counters, epoch): kernel_shmem.h
 ALIGN = 64
+RING = 4                 # slots per shmem tensor: executions of its create that may be in flight across ranks
+RING_BIG = 2             # ... for a slot over BIG_SLOT bytes (2 is the least the reuse protocol allows)
+BIG_SLOT = 16 << 20
+RING_HEADER = 64         # bytes before a tensor's ring: the int32 count of its creates this rank has entered
 SHMEM_DTYPES = (DT.DT_FP32, DT.DT_FP16, DT.DT_BF16, DT.DT_INT32, DT.DT_INT8, DT.DT_INT16, DT.DT_INT64,
                 DT.DT_UINT8, DT.DT_FP64)
 
@@ -45,7 +55,8 @@ class ShmemAlloc:
         self.index, self.group_index, self.dtype, self.shape = index, group_index, dtype, tuple(shape)
         self.n_pes, self.storage = n_pes, storage
         self.tile = None          # signal tile shape, fixed by the first signal / wait region
-        self.data_off = self.sig_off = 0
+        self.data_off = self.sig_off = 0   # slot 0's data and signal grid (slot k: + k * slot_bytes)
+        self.hdr_off, self.slot_bytes, self.ring = 0, 0, RING
 
     def ntiles(self) -> int:
         n = 1
@@ -76,13 +87,17 @@ class ShmemPlan:
             for a in self.allocs:
                 if a.group_index != gi:
                     continue
-                a.data_off = cur = _align(cur)
+                a.hdr_off = cur = _align(cur)
                 n = a.dtype.itemsize
                 for d in a.shape:
                     n *= d
-                a.sig_off = cur = _align(cur + n)
-                cur += 4 * (SIG_HEADER + a.n_pes * a.ntiles())
-                desc.append((a.dtype.name, a.shape, a.n_pes, a.tile))
+                sig = _align(n)
+                a.slot_bytes = _align(sig + 4 * (SIG_HEADER + a.n_pes * a.ntiles()))
+                a.ring = RING if a.slot_bytes <= BIG_SLOT else RING_BIG
+                a.data_off = cur + RING_HEADER
+                a.sig_off = a.data_off + sig
+                cur = a.data_off + a.ring * a.slot_bytes
+                desc.append((a.dtype.name, a.shape, a.n_pes, a.tile, a.ring))
             digest = hashlib.sha256(repr(desc).encode()).hexdigest()[:32]
             out.append((g, digest, _align(max(cur, 1), 4096)))
         return out
@@ -152,6 +167,7 @@ def _create(group, n_pes, dtype, shape, op):
     st.cname = f"sh{st.sid}"
     plan.allocs.append(alloc)
     data = Value(b._new_vid(), dtype, tuple(shape), tuple(shape), st, 0, strides, b.body)
+    b.op("shmem_create", _token(b), [], a=alloc.index)   # at run time: this execution's (zeroed) slot
     return ShmemTensor(alloc, data, [0] * len(shape))
 
 

@@ -11,6 +11,8 @@ import torch.distributed as dist
 import pypto
 import pypto.distributed as D
 
+from .ring_kernels import ring_checks
+
 ROWS, COLS = 8, 16
 
 
@@ -206,7 +208,8 @@ def subgroup_session(rank, world):
     allreduce_kernel(x, whole, D.group_name(), world)
     gold_all = x.clone()
     dist.all_reduce(gold_all)
-    return group, (got, gold), (whole, gold_all)
+    rings = ring_checks(rank, world, [[[0, 2], [1, 3]], [[0, 1], [2, 3]]])   # (sharing this spawned world)
+    return group, (got, gold), (whole, gold_all), rings
 
 
 def failure_session(rank, world):
