@@ -479,7 +479,9 @@ def _located(plain):
 def register_tensor_class() -> None:
     """`isinstance(x, pypto.Tensor)` is True for kernel tensors (the IR's Value), as in the reference."""
     from ..vocab.annotations import Tensor
+    from .shape_ops import kernel_tensor
     Tensor.register_tensor_class(Value)
+    Tensor.register_kernel_factory(kernel_tensor)
 
 
 def install() -> None:
