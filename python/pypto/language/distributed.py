@@ -131,6 +131,21 @@ class ShmemTensor:
                f"{current('shmem').shmem.groups[self.alloc.group_index]!r}>"
 
 
+def _builder(op):
+    """The trace's builder, refusing shmem ops in the body of a pypto.loop(parallel=True): its iterations run
+    concurrently, while signals, waits and the per-execution slots of created tensors assume program order."""
+    b = current(op)
+    blk = b.block
+    while blk is not None:
+        lp = getattr(blk, "loop", None)
+        if lp is not None and getattr(lp, "parallel", False):
+            raise b.error(op, "shmem ops are not supported inside pypto.loop(parallel=True) (its iterations run "
+                              "concurrently; signals, waits and created shmem tensors need program order): use a "
+                              "plain pypto.loop for the communication")
+        blk = blk.parent
+    return b
+
+
 def _plan(b) -> ShmemPlan:
     if getattr(b, "shmem", None) is None:
         b.shmem = ShmemPlan(b.kernel_name)
@@ -151,7 +166,7 @@ def _check_group(b, op, group, n_pes):
 
 
 def _create(group, n_pes, dtype, shape, op):
-    b = current(op)
+    b = _builder(op)
     gi = _check_group(b, op, group, n_pes)
     dtype = DataType(dtype) if not isinstance(dtype, DataType) else dtype
     if dtype not in SHMEM_DTYPES:
@@ -183,7 +198,7 @@ def create_shmem_signal(group_name, n_pes):
 
 def _shmem(x, op, what="src") -> ShmemTensor:
     if not isinstance(x, ShmemTensor):
-        b = current(op)
+        b = _builder(op)
         raise b.error(op, f"{what} must be a shmem tensor (pypto.distributed.create_shmem_tensor), got "
                           f"{type(x).__name__}")
     return x
@@ -197,7 +212,7 @@ def shmem_view(src, shape, offsets, *, valid_shape=None):
 
 
 def _view(src, shape, offsets, valid_shape, op):
-    b = current(op)
+    b = _builder(op)
     shape = check_int_list(shape, op, "shape", allow_sym=False)
     offsets = check_int_list(offsets, op, "offsets")
     rank = len(src.data.shape)
@@ -245,7 +260,7 @@ def _preds(b, op, pred):
 
 
 def _put(src, offsets, dst, dst_pe, put_op, pred, op):
-    b = current(op)
+    b = _builder(op)
     src = check_tensor(src, op, "src")
     dst = _shmem(dst, op, "dst")
     _preds(b, op, pred)
@@ -271,7 +286,7 @@ def shmem_put(src, offsets, dst, dst_pe, *, put_op=AtomicType.SET, pred=None):
 
 
 def _get(src, src_pe, shape, offsets, valid_shape, pred, op):
-    b = current(op)
+    b = _builder(op)
     src = _shmem(src, op)
     _preds(b, op, pred)
     if shape is not None and offsets is not None:
@@ -306,7 +321,7 @@ def shmem_signal(src, src_pe, signal, shape=None, offsets=None, *, target_pe, si
     """Set (or add) `signal` in the signal slots of region [offsets, shape] of `src` (data of rank `src_pe`) on
     rank `target_pe` (-1: every rank of the group)."""
     op = "shmem_signal"
-    b = current(op)
+    b = _builder(op)
     src = _region(_shmem(src, op), shape, offsets, op)
     _preds(b, op, pred)
     if isinstance(signal, bool) or not isinstance(signal, (int, S.Sym)):
@@ -327,7 +342,7 @@ def shmem_wait_until(src, src_pe, cmp_value=0, shape=None, offsets=None, *, cmp=
     (the slot reads 0 again when nothing more arrived: the reference's reset). Bounded by
     pypto.distributed.set_timeout (then an error naming kernel, rank, group, slot, expected, last seen)."""
     op = "shmem_wait_until"
-    b = current(op)
+    b = _builder(op)
     src = _region(_shmem(src, op), shape, offsets, op)
     _preds(b, op, pred)
     if cmp != OpType.EQ:
@@ -342,7 +357,7 @@ def shmem_wait_until(src, src_pe, cmp_value=0, shape=None, offsets=None, *, cmp=
 def shmem_barrier_all(src, pred=None):
     """Every rank of `src`'s group waits here until all have arrived (reusable; bounded by the timeout)."""
     op = "shmem_barrier_all"
-    b = current(op)
+    b = _builder(op)
     src = _shmem(src, op)
     _preds(b, op, pred)
     return b.op("shmem_barrier", _token(b), [], a=src.alloc.index)
@@ -351,7 +366,7 @@ def shmem_barrier_all(src, pred=None):
 def shmem_clear_data(src, shape=None, offsets=None, *, pred=None):
     """Zero region [offsets, shape] of this rank's copy of `src`."""
     op = "shmem_clear_data"
-    b = current(op)
+    b = _builder(op)
     src = _region(_shmem(src, op), shape, offsets, op)
     _preds(b, op, pred)
     return b.op("shmem_clear_data", _token(b), [src.data], a=src.alloc.index)
@@ -360,7 +375,7 @@ def shmem_clear_data(src, shape=None, offsets=None, *, pred=None):
 def shmem_clear_signal(src, *, pred=None):
     """Zero every signal slot of this rank's copy of `src`."""
     op = "shmem_clear_signal"
-    b = current(op)
+    b = _builder(op)
     src = _shmem(src, op)
     _preds(b, op, pred)
     return b.op("shmem_clear_signal", _token(b), [], a=src.alloc.index)
@@ -369,7 +384,7 @@ def shmem_clear_signal(src, *, pred=None):
 def my_symbolic_pe(group_name):
     """This process's rank in group `group_name`, as a runtime scalar (offsets, loop bounds, pe arguments)."""
     op = "my_symbolic_pe"
-    b = current(op)
+    b = _builder(op)
     gi = _check_group(b, op, group_name, None)
     plan = _plan(b)
     if gi not in plan.pe_vars:
