@@ -11,7 +11,7 @@ import torch.distributed as dist
 import pypto
 import pypto.distributed as D
 
-from .ring_kernels import ring_checks
+from .ring_kernels import ring_checks, ring_mismatch_check
 
 ROWS, COLS = 8, 16
 
@@ -225,6 +225,7 @@ def failure_session(rank, world):
         out["deadlock"] = "no error"
     except Exception as e:
         out["deadlock"] = (type(e).__name__, str(e), time.monotonic() - t0, bool((keep == -5.0).all()))
+    out["ring"] = ring_mismatch_check(rank, world, x)
     try:
         sized_kernel(x, keep, group, world, ROWS + rank)
         out["digest"] = "no error"

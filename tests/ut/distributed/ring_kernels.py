@@ -82,3 +82,25 @@ def ring_checks(rank, world, splits):
         dist.all_reduce(gold)
         out[f"fresh #{call}"] = (got, gold)
     return out
+
+
+@pypto.frontend.jit
+def ring_mismatch_kernel(x: pypto.Tensor(), out: pypto.Tensor(), group, world, iters):
+    """A create executed `iters` times, `iters` differing across ranks (not SPMD): the rank that runs ahead must
+    fail when it would reuse a slot a peer never moved past, never corrupt it."""
+    rows, cols = x.shape
+    pypto.set_vec_tile_shapes(rows, cols)
+    for _ in pypto.loop(iters):
+        D.create_shmem_tensor(group, world, x.dtype, [rows, cols])
+    out[:] = x
+
+
+def ring_mismatch_check(rank, world, x):
+    """(kind, message, outputs untouched) on rank 0, which runs 6 executions while rank 1 runs 2; None on the
+    others (they finish)."""
+    keep = torch.full_like(x, -5.0)
+    try:
+        ring_mismatch_kernel(x, keep, D.group_name(), world, 6 if rank == 0 else 2)
+        return None if rank else "no error"
+    except Exception as e:
+        return type(e).__name__, str(e), bool((keep == -5.0).all())
