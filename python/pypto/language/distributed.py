@@ -141,7 +141,7 @@ def _builder(op):
         if lp is not None and getattr(lp, "parallel", False):
             raise b.error(op, "shmem ops are not supported inside pypto.loop(parallel=True) (its iterations run "
                               "concurrently; signals, waits and created shmem tensors need program order): use a "
-                              "plain pypto.loop for the communication")
+                              "sequential pypto.loop")
         blk = blk.parent
     return b
 

@@ -28,7 +28,9 @@ def test_deadlock_digest_groups_and_hosts():
             kind, msg, untouched = out["ring"]
             assert kind == "KernelRuntimeError" and untouched
             assert msg.startswith("kernel 'ring_mismatch_kernel': create_shmem_tensor (reusing a ring slot")
-            assert "timed out after 1.000 s" in msg and "(from pe 1): expected >= 3, last seen 2" in msg
+            assert "timed out after 1.000 s" in msg
+            assert "waiting for rank 1 to enter execution 2 of shmem tensor #0" in msg
+            assert "expected >= 3, last seen 2; every rank must execute each create_shmem_tensor the same" in msg
         else:
             assert out["ring"] is None
         kind, msg = out["digest"]
