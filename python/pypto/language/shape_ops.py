@@ -494,17 +494,6 @@ class _TensorFactory:
 tensor = _TensorFactory()
 
 
-def kernel_tensor(shape=None, dtype=None, name=None, format=TileOpFormat.TILEOP_ND):
-    """`pypto.Tensor(shape, dtype)` called in a kernel body (the reference's way to make a local tensor): the same
-    zero-initialised local tensor as pypto.tensor. None (an annotation is made) outside a trace, or when the
-    arguments are not a concrete shape and a dtype (markers such as pypto.DYNAMIC only annotate)."""
-    if active() is None or dtype is None or not isinstance(shape, (list, tuple)) or not shape:
-        return None
-    if not all(isinstance(d, S.Sym) or (isinstance(d, int) and not isinstance(d, bool)) for d in shape):
-        return None
-    return tensor(shape, dtype, name, format)
-
-
 def _sizes_and_dtype(size, dtype, op: str):
     """The reference's `*size, dtype=None` convention (zeros / ones): ints, or one list/tuple of ints (possibly
     symbolic); dtype defaults to DT_FP32. A dtype given positionally after the sizes is taken as the dtype
