@@ -18,7 +18,8 @@ import struct
 from ..vocab.enums import CastMode, SaturationMode
 from ._helpers import DT, S, Value, check_tensor, current, fmt_shape
 from . import elementwise as E
-from .shape_ops import _numel, getitem, reshape
+from .cast_bits import bits_as
+from .shape_ops import getitem, reshape
 
 MASK19 = 0xFFFFE000                       # the bits of a float32 scale the fixpipe reads
 _OUT = (DT.DT_FP16, DT.DT_BF16, DT.DT_FP32, DT.DT_INT8)
@@ -54,22 +55,14 @@ def parse(extend_params: dict, op: str):
     return None if scale is None else mask19(scale)
 
 
-def _bits_as(x: Value, dtype) -> Value:
-    """x's bytes read as `dtype` (same itemsize or a divisor of it), packed row-major; the last dim grows."""
-    b = current("matmul")
-    ratio = x.dtype.itemsize // dtype.itemsize
-    flat = b.op("bitcast", b.new_temp(dtype, (S.mul(_numel(x.shape), ratio),)), [x])
-    return reshape(flat, list(x.shape[:-1]) + [S.mul(x.shape[-1], ratio)])
-
-
 def scale_row(t: Value) -> Value:
     """The per-channel scales of a scale_tensor as FP32 [1, N], masked to the bits the fixpipe reads."""
     f = t
     if t.dtype != DT.DT_FP32:            # little-endian: word 0 of each 64-bit entry holds the float32 bits
-        words = reshape(_bits_as(t, DT.DT_FP32), [1, t.shape[1], 2])
+        words = reshape(bits_as(t, DT.DT_FP32, "matmul"), [1, t.shape[1], 2])
         f = reshape(getitem(words, (slice(None), slice(None), slice(0, 1)), "matmul"), [1, t.shape[1]])
-    masked = E.bitwise_and(_bits_as(f, DT.DT_INT32), MASK19 - (1 << 32))   # 0xFFFFE000 as an int32
-    return _bits_as(masked, DT.DT_FP32)
+    masked = E.bitwise_and(bits_as(f, DT.DT_INT32, "matmul"), MASK19 - (1 << 32))   # 0xFFFFE000 as an int32
+    return bits_as(masked, DT.DT_FP32, "matmul")
 
 
 def apply(r: Value, scale, out_dtype, op: str) -> Value:

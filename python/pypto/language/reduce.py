@@ -11,6 +11,7 @@ from ._helpers import (DT, S, Value, check_computable, check_dtype, check_enum, 
                        fmt_shape)
 from . import elementwise as E
 from . import quant_fixpipe as fixpipe
+from .cast_bits import tf32
 from .shape_ops import reshape, transpose
 
 
@@ -139,13 +140,13 @@ def matmul(a, b, out_dtype=None, a_trans=False, b_trans=False, extend_params=Non
     folded into one (a copy where an operand is a strided view) and unfolded in the result.
     `extend_params={"bias_tensor": bias}` (the reference's spelling; "bias" is accepted too) adds `bias`
     (broadcast to the result, e.g. [1, N]) to the product in out_dtype, as the reference's fused bias does;
-    "relu_type": pypto.ReLuType.RELU applies relu to the result (after the bias); "trans_mode" other than
-    TransMode.CAST_NONE (tf32 inputs) is not supported yet. "scale" / "scale_tensor": the reference's output
+    "relu_type": pypto.ReLuType.RELU applies relu to the result (after the bias); "trans_mode"
+    TransMode.CAST_RINT / CAST_ROUND rounds FP32 operands to tf32 first (cast_bits.py). "scale" / "scale_tensor": the reference's output
     quantization (quant_fixpipe.py): the bias is then added in the accumulator's type (INT32 / FP32), relu
     applied, the result scaled in FP32 and converted once to out_dtype (FP16 / BF16 / FP32 / INT8)."""
     op = "matmul"
     bld = current(op)
-    bias, relu, scale = None, False, None
+    bias, relu, scale, trans = None, False, None, TransMode.CAST_NONE
     if extend_params is not None:
         if not isinstance(extend_params, dict):
             raise bld.error(op, f"extend_params must be a dict, got {type(extend_params).__name__}")
@@ -162,11 +163,14 @@ def matmul(a, b, out_dtype=None, a_trans=False, b_trans=False, extend_params=Non
                           "extend_params['relu_type']") == ReLuType.RELU
         trans = check_enum(extend_params.get("trans_mode", TransMode.CAST_NONE), TransMode, op,
                            "extend_params['trans_mode']")
-        if trans != TransMode.CAST_NONE:
-            raise bld.unsupported(op, f"extend_params['trans_mode']=TransMode.{trans.name} (tf32 rounding of the "
-                                      f"inputs)")
     a = check_tensor(a, op, "a")
     b = check_tensor(b, op, "b")
+    if trans != TransMode.CAST_NONE:          # tf32 inputs (the reference: FP32 operands and result only)
+        odt = check_dtype(out_dtype, op) if out_dtype is not None else DT.DT_FP32
+        if a.dtype != DT.DT_FP32 or b.dtype != DT.DT_FP32 or odt != DT.DT_FP32:
+            raise bld.error(op, f"extend_params['trans_mode']=TransMode.{trans.name} needs FP32 operands and "
+                                f"out_dtype, got {a.dtype.short} @ {b.dtype.short} -> {odt.short}")
+        a, b = tf32(a, trans, op), tf32(b, trans, op)
     final = None
     if scale is not None:                     # accumulate, then quantize on the way out
         final = check_dtype(out_dtype if out_dtype is not None else DT.DT_FP16, op)
