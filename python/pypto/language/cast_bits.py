@@ -10,10 +10,11 @@ their own: the generated code and the verify interpreter need nothing new):
 """
 from __future__ import annotations
 
+from ..ir.nodes import row_major
 from ..vocab.enums import CastMode
 from ._helpers import DT, S, Value, current
-from . import elementwise as E
-from .shape_ops import _numel, reshape
+
+# E: the elementwise module, passed in by the callers (it imports cast_modes, which imports this module)
 
 _SAME_SIZE_INT = {DT.DT_FP32: DT.DT_INT32, DT.DT_FP16: DT.DT_INT16, DT.DT_BF16: DT.DT_INT16}
 
@@ -22,11 +23,16 @@ def bits_as(x: Value, dtype, op: str) -> Value:
     """x's bytes read as `dtype` (same itemsize, or a divisor of it: the last dim grows), packed row-major."""
     b = current(op)
     ratio = x.dtype.itemsize // dtype.itemsize
-    flat = b.op("bitcast", b.new_temp(dtype, (S.mul(_numel(x.shape), ratio),)), [x])
-    return reshape(flat, list(x.shape[:-1]) + [S.mul(x.shape[-1], ratio)])
+    shape = tuple(x.shape[:-1]) + (S.mul(x.shape[-1], ratio),)
+    n = 1
+    for d in shape:
+        n = S.mul(n, d)
+    flat = b.op("bitcast", b.new_temp(dtype, (n,)), [x])
+    cap = tuple(d if isinstance(d, int) else S.upper_bound(d) for d in shape)
+    return b.new_view(flat, flat.offset, shape, cap, row_major(shape))
 
 
-def tf32(x: Value, mode, op: str) -> Value:
+def tf32(E, x: Value, mode, op: str) -> Value:
     """FP32 x rounded to tf32 (kept as FP32) by TransMode.CAST_RINT or CAST_ROUND."""
     w = E.cast(bits_as(x, DT.DT_INT32, op), DT.DT_INT64)      # int64: the rounding carry cannot overflow
     if mode.name == "CAST_RINT":
@@ -38,7 +44,7 @@ def tf32(x: Value, mode, op: str) -> Value:
     return bits_as(E.cast(E.where(special, w, rounded), DT.DT_INT32), DT.DT_FP32, op)
 
 
-def _step(y: Value, up) -> Value:
+def _step(E, y: Value, up) -> Value:
     """The neighbour of each value of float tensor y toward +inf where `up` (a bool tensor), else toward -inf; from
     zero to the smallest subnormal of that sign, from inf to the largest finite value (NaN is never stepped: the
     callers' comparisons are false for it)."""
@@ -53,14 +59,14 @@ def _step(y: Value, up) -> Value:
     return bits_as(E.cast(out, it), y.dtype, "cast")
 
 
-def directed(x: Value, dtype, mode: CastMode) -> Value:
+def directed(E, x: Value, dtype, mode: CastMode) -> Value:
     """x (float, or an integer of <= 32 bits) converted to the narrower float `dtype` by a directed mode."""
     y = E.cast(x, dtype)                                       # nearest even
     exact = E.cast(x, DT.DT_FP64)                              # every such source is exact in double
     back = E.cast(y, DT.DT_FP64)
     above, below = E.gt(back, exact), E.lt(back, exact)
     if mode == CastMode.CAST_ROUND:                            # nearest, ties away: a tie went to even toward 0
-        other = _step(y, below)
+        other = _step(E, y, below)
         o = E.cast(other, DT.DT_FP64)
         tie = E.eq(E.abs(E.sub(o, exact)), E.abs(E.sub(back, exact)))
         return E.where(E.logical_and(tie, E.gt(E.abs(o), E.abs(back))), other, y)
@@ -75,7 +81,7 @@ def directed(x: Value, dtype, mode: CastMode) -> Value:
     else:                                                      # CAST_ODD: an inexact result gets an odd last bit
         even = E.eq(E.bitwise_and(E.cast(bits_as(y, _SAME_SIZE_INT[dtype], "cast"), DT.DT_INT32), 1), 0)
         fix, up = E.logical_and(E.bitwise_or(above, below), even), below
-    return E.where(fix, _step(y, up), y)
+    return E.where(fix, _step(E, y, up), y)
 
 
 __all__ = ["bits_as", "tf32", "directed"]

@@ -18,6 +18,7 @@ import math
 
 from ..vocab.enums import CastMode, SaturationMode
 from ._helpers import DT, check_enum, current
+from .cast_bits import directed
 
 _INT_RANGE = {DT.DT_INT8: (-2 ** 7, 2 ** 7 - 1), DT.DT_INT16: (-2 ** 15, 2 ** 15 - 1),
               DT.DT_INT32: (-2 ** 31, 2 ** 31 - 1), DT.DT_INT64: (-2 ** 63, 2 ** 63 - 1), DT.DT_UINT8: (0, 255)}
@@ -53,12 +54,11 @@ def _saturate_float_to_int(E, x, dtype):
     return E.cast(E.clip(y, float(lo), float(hi)), dtype)
 
 
-def _directed(x, dtype, mode):
+def _directed(E, x, dtype, mode):
     if dtype not in (DT.DT_FP32, DT.DT_FP16, DT.DT_BF16) or x.dtype.storage_only:
         raise current("cast").unsupported("cast", f"mode=CastMode.{mode.name} for {x.dtype.short} -> "
                                                   f"{dtype.short} (directed rounding reaches fp32, fp16 and bf16)")
-    from .cast_bits import directed              # it builds on elementwise, which imports this module lazily
-    return directed(x, dtype, mode)
+    return directed(E, x, dtype, mode)
 
 
 def cast_with_modes(E, x, dtype, mode, satmode):
@@ -76,7 +76,7 @@ def cast_with_modes(E, x, dtype, mode, satmode):
             return E.cast(x, dtype)
         if mode == CastMode.CAST_ODD and not (src == DT.DT_FP32 and dtype == DT.DT_FP16):
             return E.cast(x, dtype)                     # ODD is fp32 -> fp16 only: the default elsewhere
-        return _directed(x, dtype, mode)
+        return _directed(E, x, dtype, mode)
     if src.is_float and dtype.is_int:
         if mode != CastMode.CAST_ODD and mode != CastMode.CAST_NONE:
             x = _round_integral(E, x, mode)
@@ -91,7 +91,7 @@ def cast_with_modes(E, x, dtype, mode, satmode):
                                     f"integers; sources of up to 32 bits are supported)")
         if dtype == DT.DT_FP64:
             return E.cast(x, dtype)                     # exact
-        return _directed(x, dtype, mode)
+        return _directed(E, x, dtype, mode)
     if sat and src.is_int:
         lo, hi = _INT_RANGE[dtype]
         wide = x if src == DT.DT_INT64 else E.cast(x, DT.DT_INT64)

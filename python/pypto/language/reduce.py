@@ -170,7 +170,7 @@ def matmul(a, b, out_dtype=None, a_trans=False, b_trans=False, extend_params=Non
         if a.dtype != DT.DT_FP32 or b.dtype != DT.DT_FP32 or odt != DT.DT_FP32:
             raise bld.error(op, f"extend_params['trans_mode']=TransMode.{trans.name} needs FP32 operands and "
                                 f"out_dtype, got {a.dtype.short} @ {b.dtype.short} -> {odt.short}")
-        a, b = tf32(a, trans, op), tf32(b, trans, op)
+        a, b = tf32(E, a, trans, op), tf32(E, b, trans, op)
     final = None
     if scale is not None:                     # accumulate, then quantize on the way out
         final = check_dtype(out_dtype if out_dtype is not None else DT.DT_FP16, op)
