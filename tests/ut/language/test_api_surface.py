@@ -487,8 +487,25 @@ def test_from_torch_gives_a_tensor_kernels_take():
         pypto.from_torch(torch.randn(3, 2).t())
     with pytest.raises(ValueError, match="dynamic_axis entries must be dims of a rank-2 tensor, got 2"):
         pypto.from_torch(x, dynamic_axis=[2])
-    with pytest.raises(UnsupportedFeatureError, match="is not supported yet"):
+    with pytest.raises(ValueError, match=r"DT_FP16 \(2-byte elements\) cannot reinterpret a torch.float32 tensor"):
         pypto.from_torch(x, dtype=pypto.DT_FP16)
+    with pytest.raises(UnsupportedFeatureError, match="DT_FP4_E2M1 has no torch dtype .* not supported yet"):
+        pypto.from_torch(torch.zeros(2, 4, dtype=torch.uint8), dtype=pypto.DT_FP4_E2M1)
+
+
+def test_from_torch_dtype_reinterprets_the_data():
+    @pypto.frontend.jit
+    def k_bits(a: pypto.Tensor([4], pypto.DT_INT32), out: pypto.Tensor([4], pypto.DT_INT32)):
+        out[:] = pypto.bitwise_and(a, 0x7FFFFFFF)                    # |x| on the float32 bits
+
+    x = torch.tensor([-1.5, 2.0, -0.0, 3.25])
+    xi = pypto.from_torch(x, "x", dtype=pypto.DT_INT32)
+    assert xi.dtype == torch.int32 and xi.data_ptr() == x.data_ptr()    # the same memory, as the reference
+    out = torch.zeros(4, dtype=torch.int32)
+    k_bits(xi, out)
+    assert torch.equal(out.view(torch.float32), x.abs())
+    u = pypto.from_torch(torch.tensor([-1, 2], dtype=torch.int8), dtype=pypto.DT_UINT8)
+    assert u.tolist() == [255, 2]
 
 
 # ---- pypto.experimental -----------------------------------------------------------------------------------------
