@@ -317,7 +317,7 @@ def reshape(t, shape, valid_shape=None, inplace=False):
     if inplace and not _is_contiguous(t):
         raise b.error(op, f"inplace=True needs a contiguous input; this one (shape {fmt_shape(t.shape)}) is a "
                           f"strided view — drop inplace=True to copy, or pypto.clone it first")
-    src = contiguous(t, op)
+    src = t if _is_contiguous(t) else _packed_copy(t)
     cap = tuple(d if isinstance(d, int) else S.upper_bound(d) for d in shape)
     return b.new_view(src, src.offset, tuple(shape), cap, row_major(shape))
 
@@ -352,10 +352,17 @@ def _reshape_tile(t: Value, shape, valid, inplace, op):
             raise b.error(op, f"inplace=True needs an input whose valid region {fmt_shape(t.shape)} lies packed "
                               f"row-major in memory; this one is a strided view (of tile {fmt_shape(tile)}) — drop "
                               f"inplace=True to copy")
-        # a storage without static caps is laid out row-major over its (symbolic) shape: packed
-        packed = b.new_storage(TEMP, t.dtype, t.shape, tuple(d if isinstance(d, int) else None for d in t.shape))
-        t = b.op("ew", packed, [t], fn="cast", cts=(None,), tile=b.vec_tile)
+        t = _packed_copy(t)
     return b.new_view(t, t.offset, tuple(valid), tuple(shape), row_major(valid))
+
+
+def _packed_copy(t: Value) -> Value:
+    """A copy of t laid out row-major over its logical (possibly symbolic) shape. A temp with static caps is laid
+    out over its caps, so its rows are not packed when a valid size is smaller than its cap (a view running past
+    its tensor's end): a reshape must read the valid elements packed, or it mixes rows."""
+    b = current("reshape")
+    packed = b.new_storage(TEMP, t.dtype, t.shape, tuple(d if isinstance(d, int) else None for d in t.shape))
+    return b.op("ew", packed, [t], fn="cast", cts=(None,), tile=b.vec_tile)
 
 
 def transpose(t, dim0, dim1):
