@@ -209,10 +209,12 @@ def _valid_region(dst: Value, src: Value, op: str) -> Value:
 
 
 def write(dst: Value, src, op: str):
-    """dst <- src (src broadcast to dst's shape; dtypes must match exactly)."""
+    """dst <- src (src broadcast to dst's shape; dtypes must match exactly, except that int64 is cast into int32)."""
     b = current(op)
     src = check_operand(src, op, "value")
     if isinstance(src, Value):
+        if src.dtype == DT.DT_INT64 and dst.dtype == DT.DT_INT32:
+            src = cast(src, DT.DT_INT32)  # the reference casts (its index results, e.g. topk's, are int32 there)
         if src.dtype != dst.dtype:
             raise b.error(op, f"dtype mismatch: writing {src.dtype.short} into a {dst.dtype.short} tensor; "
                               f"convert first with pypto.cast(x, pypto.{dst.dtype.name})")

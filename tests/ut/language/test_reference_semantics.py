@@ -55,3 +55,29 @@ def test_dtype_and_shape_errors_carry_the_references_phrases():
     fails_untouched(ValueError, lambda: phrases(torch.ones(4, 32, 1, dtype=torch.int32), out), out,
                     "kernel 'phrases'", "parameter 'a'", "expected 2 dimensions", "got 3",
                     "does not match the number of dimensions")
+
+
+# ---- int64 written into an int32 tensor is cast -----------------------------------------------------------------
+
+
+@pypto.frontend.jit
+def topk_index_int32(x: pypto.Tensor([4, 16], F32), idx: pypto.Tensor([4, 3], pypto.DT_INT32)):
+    _, i = pypto.topk(x, 3, -1, True)   # int64 indices, as torch's
+    idx[:] = i
+
+
+def test_int64_written_into_int32_is_cast():
+    x = rand(4, 16, seed=5)
+    idx = sentinel(4, 3, dtype=torch.int32)
+    topk_index_int32(x, idx)
+    assert torch.equal(idx, torch.topk(x, 3, -1, True).indices.to(torch.int32))
+
+
+def test_other_dtype_mismatches_in_a_write_are_refused():
+    @pypto.frontend.jit
+    def write_f32_into_i32(x: pypto.Tensor([4, 16], F32), out: pypto.Tensor([4, 16], pypto.DT_INT32)):
+        out[:] = x
+
+    out = sentinel(4, 16, dtype=torch.int32)
+    fails_untouched(KernelTraceError, lambda: write_f32_into_i32(rand(4, 16), out), out, "write_f32_into_i32",
+                    "dtype mismatch", "writing float32 into a int32 tensor")
