@@ -125,7 +125,7 @@ BindError tensor_error(const ParamTable& table, const DLTensor* tensors) {
                                           : std::to_string(s.dims.size());
       return {ErrorKind::kValue, head + "expected " + expected + " dimensions (" + table.describe_tensor(i) +
                                      "), got " + std::to_string(t.ndim) + " (shape " + shape_str() +
-                                     "; the tensor does not match the number of dimensions of its annotation)"};
+                                     "): the tensor does not match the number of dimensions of its annotation"};
     }
     if (!s.any_shape) {
       for (size_t d = 0; d < s.dims.size(); ++d) {
@@ -134,7 +134,7 @@ BindError tensor_error(const ParamTable& table, const DLTensor* tensors) {
           return {ErrorKind::kValue, head + "dimension " + std::to_string(d) + " must be " +
                                          std::to_string(ds.value) + " (" + table.describe_tensor(i) + "), got " +
                                          std::to_string(t.shape[d]) + " (shape " + shape_str() +
-                                         "; the tensor does not match the shape of its annotation)"};
+                                         "): the tensor does not match the shape of its annotation"};
         if (ds.kind == DimKind::kNamed) {
           int64_t& v = named[ds.value];
           if (v < 0) {
