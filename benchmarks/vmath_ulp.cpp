@@ -48,6 +48,9 @@ float f_atan(float x) { return pypto_rt::atan_(x); }
 float f_asin(float x) { return pypto_rt::asin_(x); }
 float f_acos(float x) { return pypto_rt::acos_(x); }
 float f_cbrt(float x) { return pypto_rt::cbrt_(x); }
+float f_sin(float x) { return pypto_rt::sin_(x); }
+float f_cos(float x) { return pypto_rt::cos_(x); }
+float f_tan(float x) { return pypto_rt::tan_(x); }
 float f_sigmoid(float x) { return pypto_rt::sigmoid<float>(x); }
 double r_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 
@@ -70,6 +73,9 @@ const Case CASES[] = {
     {"asin", f_asin, asin, -1.0f, 1.0f},
     {"acos", f_acos, acos, -1.0f, 1.0f},
     {"cbrt", f_cbrt, cbrt, -0x1.fffffep127f, 0x1.fffffep127f},
+    {"sin", f_sin, sin, -0x1.fffffep127f, 0x1.fffffep127f},
+    {"cos", f_cos, cos, -0x1.fffffep127f, 0x1.fffffep127f},
+    {"tan", f_tan, tan, -0x1.fffffep127f, 0x1.fffffep127f},
     {"sigmoid", f_sigmoid, r_sigmoid, -88.7f, 104.0f},  // below -88.72 exp_(-x) is inf: 0, as torch
 };
 

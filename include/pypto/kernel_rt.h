@@ -408,14 +408,14 @@ static inline double cosh_(double x) { return __builtin_cosh(x); }
 static inline double sinh_(double x) { return __builtin_sinh(x); }
 PYPTO_RT_UNARY(erfc_, __builtin_erfcf, __builtin_erfc)
 static inline double cbrt_(double x) { return __builtin_cbrt(x); }
-PYPTO_RT_UNARY(tan_, __builtin_tanf, __builtin_tan)
+static inline double tan_(double x) { return __builtin_tan(x); }
 PYPTO_RT_UNARY(floor_, __builtin_floorf, __builtin_floor)
 PYPTO_RT_UNARY(ceil_, __builtin_ceilf, __builtin_ceil)
 PYPTO_RT_UNARY(trunc_, __builtin_truncf, __builtin_trunc)
 PYPTO_RT_UNARY(rint_, __builtin_rintf, __builtin_rint) /* default rounding mode: half to even */
 PYPTO_RT_UNARY(fabs_, __builtin_fabsf, __builtin_fabs)
-PYPTO_RT_UNARY(sin_, __builtin_sinf, __builtin_sin)
-PYPTO_RT_UNARY(cos_, __builtin_cosf, __builtin_cos)
+static inline double sin_(double x) { return __builtin_sin(x); }
+static inline double cos_(double x) { return __builtin_cos(x); }
 #undef PYPTO_RT_UNARY
 
 static inline float pow_(float a, float b) { return __builtin_powf(a, b); }

@@ -1,5 +1,5 @@
 """The float functions of include/pypto/kernel_vmath.h (log log2 log10 log1p exp2 expm1 tanh erf sinh cosh asinh
-acosh atanh atan asin acos cbrt) through real
+acosh atanh atan asin acos cbrt sin cos tan) through real
 kernels: within their documented error bound of the fp64 result on a dense sample of each range (every float:
 benchmarks/vmath_ulp.cpp, docs/language.md), exact on the specials (signed zeros, infinities, NaNs, domain edges),
 the same bits in a vector lane and in a loop's scalar tail, fp16/bf16 within one ulp of torch (that their loops
@@ -33,6 +33,9 @@ FUNCS = {
     "asin": ((-1.0, 1.0), 2.95),
     "acos": ((-1.0, 1.0), 2.65),
     "cbrt": ((-3.4e38, 3.4e38), 0.75),
+    "sin": ((-3.4e38, 3.4e38), 1.6),
+    "cos": ((-3.4e38, 3.4e38), 1.6),
+    "tan": ((-3.4e38, 3.4e38), 2.85),
 }
 
 
@@ -161,3 +164,23 @@ def test_half_types_within_one_ulp_of_torch(fn, dt):
     ulp = {torch.bfloat16: 2.0 ** -7, torch.float16: 2.0 ** -10}[dt]
     tol = torch.maximum(want[fin].double().abs() * ulp, torch.full_like(spacing, finfo.smallest_normal * ulp))
     assert ((out[fin].double() - want[fin].double()).abs() <= tol * 1.0001).all(), fn
+
+
+@pytest.mark.parametrize("fn", ["sin", "cos", "tan"])
+def test_trig_near_multiples_of_half_pi_and_at_huge_arguments(fn):
+    """The floats nearest k pi/2 (k < 2^17: the Cody-Waite reduction; from 2^20: the Payne-Hanek one, where the
+    result is most sensitive to the reduction's precision) and the floats around the powers of two up to 2^127:
+    within the bound of the fp64 result."""
+    k = np.arange(1, 1 << 17, dtype=np.float64)
+    near = np.float32(k * (np.pi / 2))
+    near = np.concatenate([near, np.nextafter(near, np.float32(np.inf)), np.nextafter(near, np.float32(0))])
+    big = np.float32(2.0) ** np.arange(-10, 128, dtype=np.float32)
+    big = np.concatenate([big, np.nextafter(big, np.float32(0)), -big * np.float32(0.75)])
+    x = torch.from_numpy(np.concatenate([near, big]).astype(np.float32))
+    out = torch.full_like(x, 7.0)
+    unary(x, out, fn=fn)
+    exact = _ref(fn, x)
+    fin = exact.float().isfinite() & (exact.float() != 0)
+    assert bool(fin.all())
+    err = _ulp_error(out, exact)
+    assert err.max().item() <= FUNCS[fn][1], (fn, err.max().item(), x[err.argmax()].item())
