@@ -418,7 +418,7 @@ static inline double sin_(double x) { return __builtin_sin(x); }
 static inline double cos_(double x) { return __builtin_cos(x); }
 #undef PYPTO_RT_UNARY
 
-static inline float pow_(float a, float b) { return __builtin_powf(a, b); }
+static inline float pow_(float a, float b); /* kernel_vmath.h */
 static inline double pow_(double a, double b) { return __builtin_pow(a, b); }
 static inline float fmod_(float a, float b) { return __builtin_fmodf(a, b); }
 static inline double fmod_(double a, double b) { return __builtin_fmod(a, b); }
@@ -442,9 +442,9 @@ static inline void stable_sort_idx(int64_t* ids, int64_t* tmp, int64_t n, Before
     for (int64_t k = 0; k < n; ++k) ids[k] = tmp[k];
   }
 }
-static inline float atan2_(float y, float x) { return __builtin_atan2f(y, x); }
+static inline float atan2_(float y, float x); /* kernel_vmath.h */
 static inline double atan2_(double y, double x) { return __builtin_atan2(y, x); }
-static inline float hypot_(float a, float b) { return __builtin_hypotf(a, b); }
+static inline float hypot_(float a, float b); /* kernel_vmath.h */
 static inline double hypot_(double a, double b) { return __builtin_hypot(a, b); }
 static inline bool isfinite_(float x) { return __builtin_isfinite(x); }
 static inline bool isfinite_(double x) { return __builtin_isfinite(x); }

@@ -386,6 +386,89 @@ static inline float tan_(float x) {
   return __builtin_fabsf(x) < 0x1p-12f ? x : (x - x == 0.0f ? y : vm_nan());
 }
 
+/* ---- pow, hypot, atan2 ---------------------------------------------------------------------------------------
+ * pow(x, y) = 2^(y log2|x|) in fp64: |x| = 2^k (1 + f) by vm_log_reduce (f exact), log2(1 + f) = 2 log2(e) atanh(s)
+ * with s = f / (2 + f), |s| < 0.172, the atanh series to s^19 (2^-50 relative); z = y L (|z| <= 160 matters);
+ * 2^z = 2^n 2^r, n = rint(z), 2^r by its Taylor series to r^12; the fp64 result (2^-45 relative) is rounded to
+ * float once, which also gives overflow (inf) and gradual underflow their one rounding. The IEEE special cases
+ * by selects: pow(x, +-0) = 1 and pow(1, y) = 1 (even for NaN), pow(-1, +-inf) = 1, a negative finite x with a
+ * non-integer finite y is NaN, a negative x (-0 and -inf included) with an odd integer y gives the negated
+ * |x|^y; the zeros and infinities of x and y follow from L = -inf / +inf. */
+static inline double vm_exp2d(double z) {
+  z = z < -160.0 ? -160.0 : z;
+  z = z > 160.0 ? 160.0 : z; /* NaN stays */
+  const double n = __builtin_rint(z == z ? z : 0.0);
+  const double r = z - n;
+  double p = 0x1.c3bd650fc2986p-36;
+  p = p * r + 0x1.e8cac7351bb25p-32;
+  p = p * r + 0x1.e4cf5158b8ecap-28;
+  p = p * r + 0x1.b5253d395e7c4p-24;
+  p = p * r + 0x1.62c0223a5c824p-20;
+  p = p * r + 0x1.ffcbfc588b0c7p-17;
+  p = p * r + 0x1.430912f86c787p-13;
+  p = p * r + 0x1.5d87fe78a6731p-10;
+  p = p * r + 0x1.3b2ab6fba4e77p-7;
+  p = p * r + 0x1.c6b08d704a0c0p-5;
+  p = p * r + 0x1.ebfbdff82c58fp-3;
+  p = p * r + 0x1.62e42fefa39efp-1;
+  p = p * r + 1.0;
+  const int64_t ni = (int64_t)(int32_t)n;
+  double sc;
+  const uint64_t sb = (uint64_t)(ni + 1023) << 52;
+  __builtin_memcpy(&sc, &sb, 8);
+  return z == z ? p * sc : z;
+}
+static inline float pow_(float x, float y) {
+  const float ax = __builtin_fabsf(x);
+  const vm_logred l = vm_log_reduce(ax);
+  const double f = (double)l.f, s = f / (2.0 + f), s2 = s * s;
+  double q = 1.0 / 19;
+  q = q * s2 + 1.0 / 17;
+  q = q * s2 + 1.0 / 15;
+  q = q * s2 + 1.0 / 13;
+  q = q * s2 + 1.0 / 11;
+  q = q * s2 + 1.0 / 9;
+  q = q * s2 + 1.0 / 7;
+  q = q * s2 + 1.0 / 5;
+  q = q * s2 + 1.0 / 3;
+  q = q * s2 + 1.0;
+  double lg = (double)l.kf + (s * 0x1.71547652b82fep+1) * q; /* k + 2 log2(e) atanh(s) */
+  lg = ax == 0.0f ? -(double)vm_inf() : lg;
+  lg = ax == vm_inf() ? (double)vm_inf() : lg;
+  lg = x != x ? (double)x : lg;
+  const float v = (float)vm_exp2d((double)y * lg);
+  const bool yint = __builtin_rintf(y) == y; /* +-inf included */
+  const float ay = __builtin_fabsf(y);
+  /* y odd: an integer below 2^24 whose lowest bit is set (read as y / 2 not being an integer) */
+  const bool odd = yint & (ay < 0x1p24f) & (__builtin_rintf(0.5f * y) != 0.5f * y);
+  float r = odd & ((f32_bits(x) >> 31) != 0) ? -v : v;
+  r = (x < 0.0f) & (x > -vm_inf()) & !yint & (y == y) ? vm_nan() : r;
+  r = (x == -1.0f) & (ay == vm_inf()) ? 1.0f : r;
+  return (y == 0.0f) | (x == 1.0f) ? 1.0f : r;
+}
+/* hypot in fp64: a^2 + b^2 is exact-ish (48-bit squares, one rounding), never overflows, the root rounded to
+ * float once (within 0.5 ulp + 2^-29); an infinite argument gives +inf even beside a NaN (IEEE) */
+static inline float hypot_(float a, float b) {
+  const double ad = (double)a, bd = (double)b;
+  const float h = (float)__builtin_sqrt(ad * ad + bd * bd);
+  return (__builtin_fabsf(a) == vm_inf()) | (__builtin_fabsf(b) == vm_inf()) ? vm_inf() : h;
+}
+/* atan2(y, x): a = atan(min(|x|, |y|) / max(|x|, |y|)) (atan_ above), then pi/2 - a when |y| > |x|, pi - that
+ * when x has its sign bit set (-0 too), the sign of y copied; the constants combined with a in fp64 (one rounding).
+ * Both zero: the quotient is taken as 0 (+-0, +-pi); both infinite: as 1 (+-pi/4, +-3pi/4); NaN gives NaN. */
+static inline float atan2_(float y, float x) {
+  const float ax = __builtin_fabsf(x), ay = __builtin_fabsf(y);
+  const bool swap = ay > ax;
+  float t = (swap ? ax : ay) / (swap ? ay : ax);
+  t = (ax == 0.0f) & (ay == 0.0f) ? 0.0f : t;
+  t = (ax == vm_inf()) & (ay == vm_inf()) ? 1.0f : t;
+  const double a = (double)atan_(t);
+  double r = swap ? 0x1.921fb54442d18p+0 - a : a;
+  r = (f32_bits(x) >> 31) ? 0x1.921fb54442d18p+1 - r : r;
+  const float v = vm_copysign((float)r, y);
+  return (x != x) | (y != y) ? x + y : v;
+}
+
 }  // namespace pypto_rt
 
 #endif /* PYPTO_KERNEL_VMATH_H_ */
