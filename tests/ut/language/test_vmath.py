@@ -268,3 +268,26 @@ def test_two_argument_lanes_and_tail_agree(fn):
     num = ~torch.isnan(out[:, 0])
     assert torch.equal(bits[num], bits[num, :1].expand(-1, 67)), fn
     assert torch.isnan(out[~num]).all()
+
+
+@pytest.mark.parametrize("dt", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("fn", list(FUNCS2))
+def test_two_argument_half_types_within_one_ulp_of_torch(fn, dt):
+    pdt = pypto.DT_BF16 if dt == torch.bfloat16 else pypto.DT_FP16
+    H1 = pypto.Tensor([pypto.DYNAMIC], pdt)
+
+    @pypto.frontend.jit
+    def half_binary(a: H1, b: H1, out: H1, fn="pow"):
+        out[:] = getattr(pypto, fn)(a, b)
+
+    a = torch.linspace(-8.0, 8.0, 161)
+    b = torch.tensor([-3.0, -2.0, -1.5, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0, 2.5, 3.0])
+    x, y = a.repeat_interleave(len(b)).to(dt), b.repeat(len(a)).to(dt)
+    out = torch.zeros_like(x)
+    half_binary(x, y, out, fn=fn)
+    want = getattr(torch, fn)(x.float(), y.float()).to(dt)
+    assert torch.equal(torch.isnan(out), torch.isnan(want)) and torch.equal(torch.isinf(out), torch.isinf(want))
+    fin = want.isfinite()
+    ulp = {torch.bfloat16: 2.0 ** -7, torch.float16: 2.0 ** -10}[dt]
+    tol = torch.clamp(want[fin].double().abs() * ulp, min=torch.finfo(dt).smallest_normal * ulp)
+    assert ((out[fin].double() - want[fin].double()).abs() <= tol * 1.0001).all(), fn
