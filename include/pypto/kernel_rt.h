@@ -433,17 +433,17 @@ static inline double cosh_(double x) { return __builtin_cosh(x); }
 static inline double sinh_(double x) { return __builtin_sinh(x); }
 PYPTO_RT_UNARY(erfc_, __builtin_erfcf, __builtin_erfc)
 static inline double cbrt_(double x) { return __builtin_cbrt(x); }
-PYPTO_RT_UNARY(tan_, __builtin_tanf, __builtin_tan)
+static inline double tan_(double x) { return __builtin_tan(x); }
 PYPTO_RT_UNARY(floor_, __builtin_floorf, __builtin_floor)
 PYPTO_RT_UNARY(ceil_, __builtin_ceilf, __builtin_ceil)
 PYPTO_RT_UNARY(trunc_, __builtin_truncf, __builtin_trunc)
 PYPTO_RT_UNARY(rint_, __builtin_rintf, __builtin_rint) /* default rounding mode: half to even */
 PYPTO_RT_UNARY(fabs_, __builtin_fabsf, __builtin_fabs)
-PYPTO_RT_UNARY(sin_, __builtin_sinf, __builtin_sin)
-PYPTO_RT_UNARY(cos_, __builtin_cosf, __builtin_cos)
+static inline double sin_(double x) { return __builtin_sin(x); }
+static inline double cos_(double x) { return __builtin_cos(x); }
 #undef PYPTO_RT_UNARY
 
-static inline float pow_(float a, float b) { return __builtin_powf(a, b); }
+static inline float pow_(float a, float b); /* kernel_vmath.h */
 static inline double pow_(double a, double b) { return __builtin_pow(a, b); }
 static inline float fmod_(float a, float b) { return __builtin_fmodf(a, b); }
 static inline double fmod_(double a, double b) { return __builtin_fmod(a, b); }
@@ -467,9 +467,9 @@ static inline void stable_sort_idx(int64_t* ids, int64_t* tmp, int64_t n, Before
     for (int64_t k = 0; k < n; ++k) ids[k] = tmp[k];
   }
 }
-static inline float atan2_(float y, float x) { return __builtin_atan2f(y, x); }
+static inline float atan2_(float y, float x); /* kernel_vmath.h */
 static inline double atan2_(double y, double x) { return __builtin_atan2(y, x); }
-static inline float hypot_(float a, float b) { return __builtin_hypotf(a, b); }
+static inline float hypot_(float a, float b); /* kernel_vmath.h */
 static inline double hypot_(double a, double b) { return __builtin_hypot(a, b); }
 static inline bool isfinite_(float x) { return __builtin_isfinite(x); }
 static inline bool isfinite_(double x) { return __builtin_isfinite(x); }
