@@ -108,7 +108,34 @@ def fit_atan():
         print(f"  {name} = {hexf(v)} + {hexf(v - hi)}")
 
 
-FITS = {"atan": fit_atan, "tanh": fit_tanh, "log": fit_log, "exp2": fit_exp2, "expm1": fit_expm1, "erf": fit_erf}
+def fit_sincos():
+    # sin(r) = r + r^3 P(r^2), cos(r) = 1 - r^2/2 + r^4 Q(r^2) on |r| <= pi/4 (+ a margin for the reduction's
+    # rounding); relative error of the result
+    h = float(mp.pi / 4) * 1.001
+    c, e = lawson(lambda r: (mp.sin(r) - r) / r ** 3, lambda v: v * v, lambda v: v ** 3 / np.sin(v), 1e-4, h, 3)
+    show("sin P(r^2)", c, e)
+    c, e = lawson(lambda r: (mp.cos(r) - 1 + r * r / 2) / r ** 4, lambda v: v * v, lambda v: v ** 4 / np.cos(v),
+                  1e-4, h, 3)
+    show("cos Q(r^2)", c, e)
+
+
+def table_2opi():
+    # kernel_vmath.h's vm_2opi: for each float exponent E = -3 ... 104 (x = m 2^E, m a 24-bit integer), the 96
+    # bits of 2/pi from bit E - 1 on (bit k weighs 2^-k; bits before the first are 0), as three 32-bit words
+    mp.mp.dps = 80
+    big = int(mp.floor(2 / mp.pi * mp.mpf(2) ** 240))  # bits 1 ... 240
+    out = []
+    for e in range(-3, 105):
+        k0 = e - 1  # window bits k0 ... k0 + 95: (big >> (240 - (k0 + 95))) & (2^96 - 1)
+        w = (big >> (240 - (k0 + 95))) & ((1 << 96) - 1) if k0 + 95 <= 240 else None
+        out += [(w >> 64) & 0xffffffff, (w >> 32) & 0xffffffff, w & 0xffffffff]
+    mp.mp.dps = 40
+    for i in range(0, len(out), 9):
+        print("    " + ", ".join(f"0x{v:08x}u" for v in out[i:i + 9]) + ",")
+
+
+FITS = {"atan": fit_atan, "tanh": fit_tanh, "log": fit_log, "exp2": fit_exp2, "expm1": fit_expm1, "erf": fit_erf, "sincos": fit_sincos,
+        "2opi": table_2opi}
 
 if __name__ == "__main__":
     for name in sys.argv[1:] or FITS:

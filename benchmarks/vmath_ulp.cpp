@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <vector>
+
 #include "pypto/kernel_abi.h"
 #include "pypto/kernel_rt.h"
 
@@ -48,6 +50,9 @@ float f_atan(float x) { return pypto_rt::atan_(x); }
 float f_asin(float x) { return pypto_rt::asin_(x); }
 float f_acos(float x) { return pypto_rt::acos_(x); }
 float f_cbrt(float x) { return pypto_rt::cbrt_(x); }
+float f_sin(float x) { return pypto_rt::sin_(x); }
+float f_cos(float x) { return pypto_rt::cos_(x); }
+float f_tan(float x) { return pypto_rt::tan_(x); }
 float f_sigmoid(float x) { return pypto_rt::sigmoid<float>(x); }
 double r_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 
@@ -70,6 +75,9 @@ const Case CASES[] = {
     {"asin", f_asin, asin, -1.0f, 1.0f},
     {"acos", f_acos, acos, -1.0f, 1.0f},
     {"cbrt", f_cbrt, cbrt, -0x1.fffffep127f, 0x1.fffffep127f},
+    {"sin", f_sin, sin, -0x1.fffffep127f, 0x1.fffffep127f},
+    {"cos", f_cos, cos, -0x1.fffffep127f, 0x1.fffffep127f},
+    {"tan", f_tan, tan, -0x1.fffffep127f, 0x1.fffffep127f},
     {"sigmoid", f_sigmoid, r_sigmoid, -88.7f, 104.0f},  // below -88.72 exp_(-x) is inf: 0, as torch
 };
 
@@ -155,6 +163,78 @@ void run(const Case& c, uint32_t step) {
          s.bad ? s.bad_x : 0.0f);
 }
 
+// Two-argument functions: the first argument walks every step-th float of [lo, hi] (both signs where lo < 0)
+// for each second argument of a fixed set (the integers -8 ... 8, halves, a few others, their neighbours, and
+// the specials), both orders of the arguments for atan2 and hypot.
+typedef float (*FloatFn2)(float, float);
+typedef double (*RefFn2)(double, double);
+struct Case2 {
+  const char* name;
+  FloatFn2 fn;
+  RefFn2 ref;
+  float lo, hi;
+};
+float f_pow(float x, float y) { return pypto_rt::pow_(x, y); }
+float f_atan2(float y, float x) { return pypto_rt::atan2_(y, x); }
+float f_hypot(float a, float b) { return pypto_rt::hypot_(a, b); }
+const Case2 CASES2[] = {
+    {"pow", f_pow, pow, -0x1.fffffep127f, 0x1.fffffep127f},
+    {"atan2", f_atan2, atan2, -0x1.fffffep127f, 0x1.fffffep127f},
+    {"hypot", f_hypot, hypot, -0x1.fffffep127f, 0x1.fffffep127f},
+};
+
+void run2(const Case2& c, uint32_t step) {
+  enum { N = 4096 };
+  static float xs[N], ys[N], out[N];
+  std::vector<float> second;
+  const float base[] = {0.5f, 1.5f, 2.5f, 1.0f / 3, 0.1f, 7.25f, 10.0f, 20.5f, 33.0f, 100.0f, 1e-3f, 1e4f, 1e20f, 1e-20f};
+  for (int i = -8; i <= 8; ++i) second.push_back((float)i);
+  for (float b : base) second.push_back(b), second.push_back(-b);
+  const size_t nb = second.size();
+  for (size_t i = 0; i < nb; ++i)
+    if (second[i] != 0) second.push_back(nextafterf(second[i], 0)), second.push_back(nextafterf(second[i], 1e30f));
+  const uint32_t sp[] = {0x0u, 0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u, 0x1u, 0x80000001u, 0x7f7fffffu};
+  for (uint32_t b : sp) second.push_back(from_bits(b));
+  Stats s;
+  int n = 0;
+  auto flush = [&]() {
+#pragma GCC ivdep
+    for (int i = 0; i < n; ++i) out[i] = c.fn(xs[i], ys[i]);
+    for (int i = 0; i < n; ++i) {
+      const double e = c.ref((double)xs[i], (double)ys[i]);
+      const float ef = (float)e;
+      ++s.n;
+      if (isnan(e) || isinf(ef) || ef == 0.0f) {
+        const bool same = isnan(e) ? isnan(out[i]) : bits(out[i]) == bits(ef);
+        if (!same && !(ef == 0.0f && e != 0.0 && fabs((double)out[i] - e) <= 0x1p-149)) {
+          if (!s.bad) s.bad_x = xs[i], s.worst = ys[i];
+          ++s.bad;
+        }
+        continue;
+      }
+      const double err = fabs((double)out[i] - e) / ulp_of(e);
+      if (!(err <= s.max_ulp)) s.max_ulp = err, s.bad_x = s.bad ? s.bad_x : xs[i], s.worst = ys[i];
+    }
+    n = 0;
+  };
+  auto add = [&](float a, float b) {
+    xs[n] = a, ys[n] = b, ++n;
+    if (n == N) flush();
+  };
+  for (float b : second) {
+    for (uint64_t u = 0; u <= bits(c.hi); u += step) {
+      add(from_bits((uint32_t)u), b);
+      add(from_bits((uint32_t)u | 0x80000000u), b);
+      if (c.fn != f_pow) add(b, from_bits((uint32_t)u)), add(b, from_bits((uint32_t)u | 0x80000000u));
+    }
+    for (uint32_t a : sp) add(from_bits(a), b), add(b, from_bits(a));
+  }
+  flush();
+  printf("%-8s first arg every %u-th float, %zu second args: %llu pairs, max %.3f ulp (at %a, %a), %llu bad specials\n",
+         c.name, step, second.size(), (unsigned long long)s.n, s.max_ulp, s.bad_x, s.worst,
+         (unsigned long long)s.bad);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -163,6 +243,11 @@ int main(int argc, char** argv) {
     bool want = argc <= 2;
     for (int i = 2; i < argc; ++i) want |= strcmp(argv[i], c.name) == 0;
     if (want) run(c, step ? step : 1u);
+  }
+  for (const Case2& c : CASES2) {
+    bool want = argc <= 2;
+    for (int i = 2; i < argc; ++i) want |= strcmp(argv[i], c.name) == 0;
+    if (want) run2(c, step ? step : 1u);
   }
   return 0;
 }

@@ -269,6 +269,206 @@ static inline float cbrt_(float x) {
   return vm_copysign(y, x);
 }
 
+/* ---- sin, cos, tan ----------------------------------------------------------------------------------------
+ * Reduction x = q pi/2 + r, |r| <= pi/4 (about), on |x|, two ways computed for every element and selected (no
+ * branch):
+ *  - |x| < 2^20: Cody-Waite in double: n = rint(|x| 2/pi), r = (|x| - n P1) - n P2 with P1 pi/2 to 33 bits (n P1
+ *    and the subtraction exact) and P2 the next 53 bits; error ~2^-65 absolute.
+ *  - any finite |x| (used from 2^20): Payne-Hanek in integers. |x| = m 2^E (m of 24 bits); the bits of 2/pi
+ *    before bit E - 1 only add multiples of 4 to |x| 2/pi, so vm_2opi holds for each E the next 96 bits (three
+ *    words G0 G1 G2) and Y = m G0 2^32 + m G1 + (m G2 >> 32) (mod 2^64) is |x| 2/pi mod 4 with 62 fraction bits
+ *    (dropped: < 2^-61 absolute); its top two bits (rounded) are q mod 4, the rest r 2/pi in fixed point, turned
+ *    into double from two 32-bit halves. The closest a float comes to a multiple of pi/2 leaves |r| > 2^-30ish,
+ *    so 62 bits keep r to ~2^-30 relative; the fp64 r is rounded to float once.
+ * Then sin(r) = r + r^3 P(r^2), cos(r) = 1 - r^2/2 + r^4 Q(r^2) (degree 3 each, benchmarks/vmath_fit.py),
+ * chosen and negated by q, the sign of x copied (sin, tan); inf and NaN give NaN. The table is indexed by E (a
+ * gather in a vector loop). */
+static const uint32_t vm_2opi[] = {
+    0x0517cc1bu, 0x727220a9u, 0x4fe13abeu, 0x0a2f9836u, 0xe4e44152u, 0x9fc2757du, 0x145f306du, 0xc9c882a5u, 0x3f84eafau,
+    0x28be60dbu, 0x9391054au, 0x7f09d5f4u, 0x517cc1b7u, 0x27220a94u, 0xfe13abe8u, 0xa2f9836eu, 0x4e441529u, 0xfc2757d1u,
+    0x45f306dcu, 0x9c882a53u, 0xf84eafa3u, 0x8be60db9u, 0x391054a7u, 0xf09d5f47u, 0x17cc1b72u, 0x7220a94fu, 0xe13abe8fu,
+    0x2f9836e4u, 0xe441529fu, 0xc2757d1fu, 0x5f306dc9u, 0xc882a53fu, 0x84eafa3eu, 0xbe60db93u, 0x91054a7fu, 0x09d5f47du,
+    0x7cc1b727u, 0x220a94feu, 0x13abe8fau, 0xf9836e4eu, 0x441529fcu, 0x2757d1f5u, 0xf306dc9cu, 0x882a53f8u, 0x4eafa3eau,
+    0xe60db939u, 0x1054a7f0u, 0x9d5f47d4u, 0xcc1b7272u, 0x20a94fe1u, 0x3abe8fa9u, 0x9836e4e4u, 0x41529fc2u, 0x757d1f53u,
+    0x306dc9c8u, 0x82a53f84u, 0xeafa3ea6u, 0x60db9391u, 0x054a7f09u, 0xd5f47d4du, 0xc1b72722u, 0x0a94fe13u, 0xabe8fa9au,
+    0x836e4e44u, 0x1529fc27u, 0x57d1f534u, 0x06dc9c88u, 0x2a53f84eu, 0xafa3ea69u, 0x0db93910u, 0x54a7f09du, 0x5f47d4d3u,
+    0x1b727220u, 0xa94fe13au, 0xbe8fa9a6u, 0x36e4e441u, 0x529fc275u, 0x7d1f534du, 0x6dc9c882u, 0xa53f84eau, 0xfa3ea69bu,
+    0xdb939105u, 0x4a7f09d5u, 0xf47d4d37u, 0xb727220au, 0x94fe13abu, 0xe8fa9a6eu, 0x6e4e4415u, 0x29fc2757u, 0xd1f534ddu,
+    0xdc9c882au, 0x53f84eafu, 0xa3ea69bbu, 0xb9391054u, 0xa7f09d5fu, 0x47d4d377u, 0x727220a9u, 0x4fe13abeu, 0x8fa9a6eeu,
+    0xe4e44152u, 0x9fc2757du, 0x1f534ddcu, 0xc9c882a5u, 0x3f84eafau, 0x3ea69bb8u, 0x9391054au, 0x7f09d5f4u, 0x7d4d3770u,
+    0x27220a94u, 0xfe13abe8u, 0xfa9a6ee0u, 0x4e441529u, 0xfc2757d1u, 0xf534ddc0u, 0x9c882a53u, 0xf84eafa3u, 0xea69bb81u,
+    0x391054a7u, 0xf09d5f47u, 0xd4d37703u, 0x7220a94fu, 0xe13abe8fu, 0xa9a6ee06u, 0xe441529fu, 0xc2757d1fu, 0x534ddc0du,
+    0xc882a53fu, 0x84eafa3eu, 0xa69bb81bu, 0x91054a7fu, 0x09d5f47du, 0x4d377036u, 0x220a94feu, 0x13abe8fau, 0x9a6ee06du,
+    0x441529fcu, 0x2757d1f5u, 0x34ddc0dbu, 0x882a53f8u, 0x4eafa3eau, 0x69bb81b6u, 0x1054a7f0u, 0x9d5f47d4u, 0xd377036du,
+    0x20a94fe1u, 0x3abe8fa9u, 0xa6ee06dbu, 0x41529fc2u, 0x757d1f53u, 0x4ddc0db6u, 0x82a53f84u, 0xeafa3ea6u, 0x9bb81b6cu,
+    0x054a7f09u, 0xd5f47d4du, 0x377036d8u, 0x0a94fe13u, 0xabe8fa9au, 0x6ee06db1u, 0x1529fc27u, 0x57d1f534u, 0xddc0db62u,
+    0x2a53f84eu, 0xafa3ea69u, 0xbb81b6c5u, 0x54a7f09du, 0x5f47d4d3u, 0x77036d8au, 0xa94fe13au, 0xbe8fa9a6u, 0xee06db14u,
+    0x529fc275u, 0x7d1f534du, 0xdc0db629u, 0xa53f84eau, 0xfa3ea69bu, 0xb81b6c52u, 0x4a7f09d5u, 0xf47d4d37u, 0x7036d8a5u,
+    0x94fe13abu, 0xe8fa9a6eu, 0xe06db14au, 0x29fc2757u, 0xd1f534ddu, 0xc0db6295u, 0x53f84eafu, 0xa3ea69bbu, 0x81b6c52bu,
+    0xa7f09d5fu, 0x47d4d377u, 0x036d8a56u, 0x4fe13abeu, 0x8fa9a6eeu, 0x06db14acu, 0x9fc2757du, 0x1f534ddcu, 0x0db62959u,
+    0x3f84eafau, 0x3ea69bb8u, 0x1b6c52b3u, 0x7f09d5f4u, 0x7d4d3770u, 0x36d8a566u, 0xfe13abe8u, 0xfa9a6ee0u, 0x6db14accu,
+    0xfc2757d1u, 0xf534ddc0u, 0xdb629599u, 0xf84eafa3u, 0xea69bb81u, 0xb6c52b32u, 0xf09d5f47u, 0xd4d37703u, 0x6d8a5664u,
+    0xe13abe8fu, 0xa9a6ee06u, 0xdb14acc9u, 0xc2757d1fu, 0x534ddc0du, 0xb6295993u, 0x84eafa3eu, 0xa69bb81bu, 0x6c52b327u,
+    0x09d5f47du, 0x4d377036u, 0xd8a5664fu, 0x13abe8fau, 0x9a6ee06du, 0xb14acc9eu, 0x2757d1f5u, 0x34ddc0dbu, 0x6295993cu,
+    0x4eafa3eau, 0x69bb81b6u, 0xc52b3278u, 0x9d5f47d4u, 0xd377036du, 0x8a5664f1u, 0x3abe8fa9u, 0xa6ee06dbu, 0x14acc9e2u,
+    0x757d1f53u, 0x4ddc0db6u, 0x295993c4u, 0xeafa3ea6u, 0x9bb81b6cu, 0x52b32788u, 0xd5f47d4du, 0x377036d8u, 0xa5664f10u,
+    0xabe8fa9au, 0x6ee06db1u, 0x4acc9e21u, 0x57d1f534u, 0xddc0db62u, 0x95993c43u, 0xafa3ea69u, 0xbb81b6c5u, 0x2b327887u,
+    0x5f47d4d3u, 0x77036d8au, 0x5664f10eu, 0xbe8fa9a6u, 0xee06db14u, 0xacc9e21cu, 0x7d1f534du, 0xdc0db629u, 0x5993c439u,
+    0xfa3ea69bu, 0xb81b6c52u, 0xb3278872u, 0xf47d4d37u, 0x7036d8a5u, 0x664f10e4u, 0xe8fa9a6eu, 0xe06db14au, 0xcc9e21c8u,
+    0xd1f534ddu, 0xc0db6295u, 0x993c4390u, 0xa3ea69bbu, 0x81b6c52bu, 0x32788720u, 0x47d4d377u, 0x036d8a56u, 0x64f10e41u,
+    0x8fa9a6eeu, 0x06db14acu, 0xc9e21c82u, 0x1f534ddcu, 0x0db62959u, 0x93c43904u, 0x3ea69bb8u, 0x1b6c52b3u, 0x27887208u,
+    0x7d4d3770u, 0x36d8a566u, 0x4f10e410u, 0xfa9a6ee0u, 0x6db14accu, 0x9e21c820u, 0xf534ddc0u, 0xdb629599u, 0x3c439041u,
+    0xea69bb81u, 0xb6c52b32u, 0x78872083u, 0xd4d37703u, 0x6d8a5664u, 0xf10e4107u, 0xa9a6ee06u, 0xdb14acc9u, 0xe21c820fu,
+    0x534ddc0du, 0xb6295993u, 0xc439041fu, 0xa69bb81bu, 0x6c52b327u, 0x8872083fu, 0x4d377036u, 0xd8a5664fu, 0x10e4107fu};
+struct vm_trigred {
+  float r, lo; /* r + lo: the fp64 r in two floats */
+  uint32_t q; /* quadrant mod 4 of |x| */
+};
+static inline vm_trigred vm_trig_reduce(float x) {
+  const float ax = __builtin_fabsf(x);
+  const double xd = (double)ax;
+  const double nd = __builtin_rint(xd * 0x1.45f306dc9c883p-1);
+  const double rm = (xd - nd * 0x1.921fb544p+0) - nd * 0x1.0b4611a626331p-34;
+  const uint32_t ix = f32_bits(ax);
+  const uint32_t m = (ix & 0x7fffffu) | 0x800000u;
+  int32_t e = (int32_t)(ix >> 23) - 147; /* E + 3 */
+  e = e < 0 ? 0 : (e > 107 ? 107 : e);
+  const uint64_t g0 = vm_2opi[3 * e], g1 = vm_2opi[3 * e + 1], g2 = vm_2opi[3 * e + 2];
+  const uint64_t y = ((uint64_t)m * g0 << 32) + (uint64_t)m * g1 + (((uint64_t)m * g2) >> 32) + (1ull << 61);
+  const uint64_t fr = y & ((1ull << 62) - 1); /* (r 2/pi + 1/2) 2^62 */
+  const int32_t fh = (int32_t)(uint32_t)(fr >> 32) - (1 << 29);
+  const int32_t fl = (int32_t)((uint32_t)fr >> 1);
+  const double rl = ((double)fh * 0x1p-30 + (double)fl * 0x1p-61) * 0x1.921fb54442d18p+0;
+  const bool big = ax >= 0x1p20f;
+  vm_trigred t;
+  const double rd = big ? rl : rm;
+  t.r = (float)rd;
+  t.lo = (float)(rd - (double)t.r);
+  t.q = big ? (uint32_t)(y >> 62) : (uint32_t)(int32_t)nd;
+  return t;
+}
+static inline float vm_sin_poly(float r, float lo, float r2) {
+  float p = 0x1.6ccf5ep-19f;
+  p = PYPTO_RT_MADD(p, r2, -0x1.a00f74p-13f);
+  p = PYPTO_RT_MADD(p, r2, 0x1.111108p-7f);
+  p = PYPTO_RT_MADD(p, r2, -0x1.555556p-3f);
+  return r + PYPTO_RT_MADD(r * r2, p, lo); /* sin(r + lo) = sin(r) + lo cos(r), cos(r) ~ 1 at this order */
+}
+static inline float vm_cos_poly(float r, float lo, float r2) {
+  float p = -0x1.241caap-22f;
+  p = PYPTO_RT_MADD(p, r2, 0x1.a010d6p-16f);
+  p = PYPTO_RT_MADD(p, r2, -0x1.6c16b8p-10f);
+  p = PYPTO_RT_MADD(p, r2, 0x1.555556p-5f);
+  return PYPTO_RT_MADD(r2 * r2, p, PYPTO_RT_MADD(-0.5f, r2, 1.0f)) - r * lo; /* - lo sin(r) */
+}
+static inline float vm_flip(float v, uint32_t neg) { return bits_f32(f32_bits(v) ^ (neg << 31)); }
+static inline float sin_(float x) {
+  const vm_trigred t = vm_trig_reduce(x);
+  const float r2 = t.r * t.r;
+  const float v = (t.q & 1u) ? vm_cos_poly(t.r, t.lo, r2) : vm_sin_poly(t.r, t.lo, r2);
+  const float y = vm_flip(v, ((t.q >> 1) & 1u) ^ (f32_bits(x) >> 31));
+  return __builtin_fabsf(x) < 0x1p-12f ? x : (x - x == 0.0f ? y : vm_nan()); /* tiny: x (keeps subnormals) */
+}
+static inline float cos_(float x) {
+  const vm_trigred t = vm_trig_reduce(x);
+  const float r2 = t.r * t.r;
+  const float v = (t.q & 1u) ? vm_sin_poly(t.r, t.lo, r2) : vm_cos_poly(t.r, t.lo, r2);
+  const float y = vm_flip(v, ((t.q >> 1) ^ t.q) & 1u);
+  return x - x == 0.0f ? y : vm_nan();
+}
+/* tan = sin(r) / cos(r), or -cos(r) / sin(r) in the odd quadrants */
+static inline float tan_(float x) {
+  const vm_trigred t = vm_trig_reduce(x);
+  const float r2 = t.r * t.r;
+  const float s = vm_sin_poly(t.r, t.lo, r2), c = vm_cos_poly(t.r, t.lo, r2);
+  const float v = (t.q & 1u) ? -c / s : s / c;
+  const float y = vm_flip(v, f32_bits(x) >> 31);
+  return __builtin_fabsf(x) < 0x1p-12f ? x : (x - x == 0.0f ? y : vm_nan());
+}
+
+/* ---- pow, hypot, atan2 ---------------------------------------------------------------------------------------
+ * pow(x, y) = 2^(y log2|x|) in fp64: |x| = 2^k (1 + f) by vm_log_reduce (f exact), log2(1 + f) = 2 log2(e) atanh(s)
+ * with s = f / (2 + f), |s| < 0.172, the atanh series to s^19 (2^-50 relative); z = y L (|z| <= 160 matters);
+ * 2^z = 2^n 2^r, n = rint(z), 2^r by its Taylor series to r^12; the fp64 result (2^-45 relative) is rounded to
+ * float once, which also gives overflow (inf) and gradual underflow their one rounding. The IEEE special cases
+ * by selects: pow(x, +-0) = 1 and pow(1, y) = 1 (even for NaN), pow(-1, +-inf) = 1, a negative finite x with a
+ * non-integer finite y is NaN, a negative x (-0 and -inf included) with an odd integer y gives the negated
+ * |x|^y; the zeros and infinities of x and y follow from L = -inf / +inf. */
+static inline double vm_exp2d(double z) {
+  z = z < -160.0 ? -160.0 : z;
+  z = z > 160.0 ? 160.0 : z; /* NaN stays */
+  const double n = __builtin_rint(z == z ? z : 0.0);
+  const double r = z - n;
+  double p = 0x1.c3bd650fc2986p-36;
+  p = p * r + 0x1.e8cac7351bb25p-32;
+  p = p * r + 0x1.e4cf5158b8ecap-28;
+  p = p * r + 0x1.b5253d395e7c4p-24;
+  p = p * r + 0x1.62c0223a5c824p-20;
+  p = p * r + 0x1.ffcbfc588b0c7p-17;
+  p = p * r + 0x1.430912f86c787p-13;
+  p = p * r + 0x1.5d87fe78a6731p-10;
+  p = p * r + 0x1.3b2ab6fba4e77p-7;
+  p = p * r + 0x1.c6b08d704a0c0p-5;
+  p = p * r + 0x1.ebfbdff82c58fp-3;
+  p = p * r + 0x1.62e42fefa39efp-1;
+  p = p * r + 1.0;
+  const int64_t ni = (int64_t)(int32_t)n;
+  double sc;
+  const uint64_t sb = (uint64_t)(ni + 1023) << 52;
+  __builtin_memcpy(&sc, &sb, 8);
+  return z == z ? p * sc : z;
+}
+static inline float pow_(float x, float y) {
+  const float ax = __builtin_fabsf(x);
+  const vm_logred l = vm_log_reduce(ax);
+  const double f = (double)l.f, s = f / (2.0 + f), s2 = s * s;
+  double q = 1.0 / 19;
+  q = q * s2 + 1.0 / 17;
+  q = q * s2 + 1.0 / 15;
+  q = q * s2 + 1.0 / 13;
+  q = q * s2 + 1.0 / 11;
+  q = q * s2 + 1.0 / 9;
+  q = q * s2 + 1.0 / 7;
+  q = q * s2 + 1.0 / 5;
+  q = q * s2 + 1.0 / 3;
+  q = q * s2 + 1.0;
+  double lg = (double)l.kf + (s * 0x1.71547652b82fep+1) * q; /* k + 2 log2(e) atanh(s) */
+  lg = ax == 0.0f ? -(double)vm_inf() : lg;
+  lg = ax == vm_inf() ? (double)vm_inf() : lg;
+  lg = x != x ? (double)x : lg;
+  const float v = (float)vm_exp2d((double)y * lg);
+  const bool yint = __builtin_rintf(y) == y; /* +-inf included */
+  const float ay = __builtin_fabsf(y);
+  /* y odd: an integer below 2^24 whose lowest bit is set (read as y / 2 not being an integer) */
+  const bool odd = yint & (ay < 0x1p24f) & (__builtin_rintf(0.5f * y) != 0.5f * y);
+  float r = odd & ((f32_bits(x) >> 31) != 0) ? -v : v;
+  r = (x < 0.0f) & (x > -vm_inf()) & !yint & (y == y) ? vm_nan() : r;
+  r = (x == -1.0f) & (ay == vm_inf()) ? 1.0f : r;
+  return (y == 0.0f) | (x == 1.0f) ? 1.0f : r;
+}
+/* hypot in fp64: a^2 + b^2 is exact-ish (48-bit squares, one rounding), never overflows, the root rounded to
+ * float once (within 0.5 ulp + 2^-29); an infinite argument gives +inf even beside a NaN (IEEE) */
+static inline float hypot_(float a, float b) {
+  const double ad = (double)a, bd = (double)b;
+  const float h = (float)__builtin_sqrt(ad * ad + bd * bd);
+  return (__builtin_fabsf(a) == vm_inf()) | (__builtin_fabsf(b) == vm_inf()) ? vm_inf() : h;
+}
+/* atan2(y, x): a = atan(min(|x|, |y|) / max(|x|, |y|)) (atan_ above), then pi/2 - a when |y| > |x|, pi - that
+ * when x has its sign bit set (-0 too), the sign of y copied; the constants combined with a in fp64 (one rounding).
+ * Both zero: the quotient is taken as 0 (+-0, +-pi); both infinite: as 1 (+-pi/4, +-3pi/4); NaN gives NaN. */
+static inline float atan2_(float y, float x) {
+  const float ax = __builtin_fabsf(x), ay = __builtin_fabsf(y);
+  const bool swap = ay > ax;
+  float t = (swap ? ax : ay) / (swap ? ay : ax);
+  t = (ax == 0.0f) & (ay == 0.0f) ? 0.0f : t;
+  t = (ax == vm_inf()) & (ay == vm_inf()) ? 1.0f : t;
+  const double a = (double)atan_(t);
+  double r = swap ? 0x1.921fb54442d18p+0 - a : a;
+  r = (f32_bits(x) >> 31) ? 0x1.921fb54442d18p+1 - r : r;
+  const float v = vm_copysign((float)r, y);
+  return (x != x) | (y != y) ? x + y : v;
+}
+
 }  // namespace pypto_rt
 
 #endif /* PYPTO_KERNEL_VMATH_H_ */

@@ -15,7 +15,7 @@ from . import errors
 from . import error  # the reference's module name for the same exception classes
 from .errors import (BackendUnavailableError, CaptureError, CompileError, DistributedError, FeError,
                      KernelDefinitionError, KernelRuntimeError, KernelTraceError, OptionError, ParserError, PyptoError, PyptoGeneralError,
-                     UnsupportedFeatureError)
+                     UnsupportedFeatureError, VerifyError)
 from .frontend import (DYN, DYNAMIC, STATIC, CompileStage, RunMode, Scalar, Tensor, TileOpFormat, dynamic,
                        options)
 from .frontend import jit

@@ -38,8 +38,10 @@ template <bool kCount>
       if (w != s.dtype_word) return -1;
     }
     if (s.key_head) {
-      const int dt = dtype_from_dlpack(t.dtype);
-      if (dt < 0) return -1;
+      // a fixed dtype was matched above: its code is known (an open rank under a STATIC/DYNAMIC annotation keys
+      // only the rank, at no decoding cost)
+      int dt = s.head_dtype;
+      if (dt < 0 && (dt = dtype_from_dlpack(t.dtype)) < 0) return -1;
       key[n++] = static_cast<uint64_t>(dt) | (static_cast<uint64_t>(nd) << 8);
     }
     // One pass from the last dim down: contiguity (needs the suffix product), fixed sizes, named dims, and the key
@@ -114,14 +116,16 @@ BindError tensor_error(const ParamTable& table, const DLTensor* tensors) {
     if (dt < 0 || (s.dtype != kAnyDType && dt != s.dtype)) {
       dlpack_dtype_describe(t.dtype, buf, sizeof buf);
       std::string expected = s.dtype == kAnyDType ? std::string("a dtype pypto supports") : dtype_name(s.dtype);
-      return {ErrorKind::kType, head + "expected dtype " + expected + ", got " + buf};
+      return {ErrorKind::kType, head + "expected dtype " + expected + ", got " + buf +
+                                    " (the tensor does not match the dtype of its annotation)"};
     }
     if (!rank_ok(s, t.ndim)) {
       std::string expected = s.any_shape ? "at most " + std::to_string(PYPTO_MAX_RANK)
                              : s.ellipsis ? "at least " + std::to_string(s.dims.size())
                                           : std::to_string(s.dims.size());
       return {ErrorKind::kValue, head + "expected " + expected + " dimensions (" + table.describe_tensor(i) +
-                                     "), got " + std::to_string(t.ndim) + " (shape " + shape_str() + ")"};
+                                     "), got " + std::to_string(t.ndim) + " (shape " + shape_str() +
+                                     "): the tensor does not match the number of dimensions of its annotation"};
     }
     if (!s.any_shape) {
       for (size_t d = 0; d < s.dims.size(); ++d) {
@@ -129,7 +133,8 @@ BindError tensor_error(const ParamTable& table, const DLTensor* tensors) {
         if (ds.kind == DimKind::kFixed && t.shape[d] != ds.value)
           return {ErrorKind::kValue, head + "dimension " + std::to_string(d) + " must be " +
                                          std::to_string(ds.value) + " (" + table.describe_tensor(i) + "), got " +
-                                         std::to_string(t.shape[d]) + " (shape " + shape_str() + ")"};
+                                         std::to_string(t.shape[d]) + " (shape " + shape_str() +
+                                         "): the tensor does not match the shape of its annotation"};
         if (ds.kind == DimKind::kNamed) {
           int64_t& v = named[ds.value];
           if (v < 0) {
@@ -138,7 +143,8 @@ BindError tensor_error(const ParamTable& table, const DLTensor* tensors) {
           } else if (v != t.shape[d]) {
             return {ErrorKind::kValue, head + "dimension " + std::to_string(d) + " is the named dimension '" +
                                            table.dim_names[ds.value] + "', expected " + std::to_string(v) +
-                                           " (as " + named_where[ds.value] + "), got " + std::to_string(t.shape[d])};
+                                           " (as " + named_where[ds.value] + "), got " + std::to_string(t.shape[d]) +
+                                           " (the tensor does not match the shape of its annotation)"};
           }
         }
       }

@@ -49,6 +49,7 @@ void ParamTable::build_steps() {
     if (s.dtype != kAnyDType) {
       const DLDataType dl = dtype_to_dlpack(s.dtype);
       st.dtype_word = uint32_t(dl.code) | uint32_t(dl.bits) << 8 | uint32_t(dl.lanes) << 16;
+      st.head_dtype = static_cast<int16_t>(dtype_from_dlpack(dl));
     }
     const int annotated = s.any_shape ? 0 : static_cast<int>(s.dims.size());
     st.ndim = s.rank_is_fixed() ? static_cast<int16_t>(annotated) : int16_t(-1);

@@ -51,6 +51,7 @@ struct TensorStep {
   int16_t annotated = 0;     // annotated dims (the least rank); dims beyond them (open rank) are keyed
   int16_t n_static = 0;      // STATIC dims among the annotated ones (one key word each)
   bool key_head = false;     // the key carries a dtype/rank word (dtype or rank open)
+  int16_t head_dtype = -1;   // with a fixed dtype: that word's dtype code, what dtype_from_dlpack gives for it
   // per dim, what a call does with its size: kFixed compare with fixed[d], kStatic key it, kNamed agree with
   // the other dims named named[d], kDynamic nothing. Dims beyond the annotated ones (open rank) are kStatic.
   DimKind op[PYPTO_MAX_RANK];

@@ -8,7 +8,8 @@ It maps placement only, nothing a kernel computes:
   runner lists that case as needing an NPU-only feature instead of counting it as failed;
 - `tensor.npu()`, `tensor.to("npu:0")` and `device="npu..."` (or an int device) in torch's factories place the
   tensor on the CPU. A tensor "on the NPU" is a separate copy, as a device copy is, and `.cpu()` of it copies back,
-  so a test that keeps a host tensor and its device copy keeps two tensors, as on the NPU;
+  so a test that keeps a host tensor and its device copy keeps two tensors, as on the NPU (`.npu()` of a tensor
+  already on the NPU is that tensor, as in torch);
 - `RunMode.NPU` (given in `runtime_options`, or the default with `ASCEND_HOME_PATH` set) becomes `RunMode.SIM`.
 """
 from __future__ import annotations
@@ -109,8 +110,8 @@ def _wrap_factory(fn):
 def _install_tensor_methods() -> None:
     orig_to, orig_cpu = torch.Tensor.to, torch.Tensor.cpu
 
-    def npu(self, *args, **kwargs):
-        return _to_device(self)
+    def npu(self, *args, **kwargs):   # a tensor already on the device is returned as is, as torch does
+        return self if getattr(self, _ON_NPU, False) else _to_device(self)
 
     def to(self, *args, **kwargs):
         dev = kwargs.get("device", args[0] if args else None)
@@ -120,6 +121,8 @@ def _install_tensor_methods() -> None:
             else:
                 args = ("cpu",) + args[1:]
             out = orig_to(self, *args, **kwargs)
+            if out is self and getattr(self, _ON_NPU, False):
+                return self
             return _to_device(out) if out is self else _mark(out)
         if _is_cpu(dev) and getattr(self, _ON_NPU, False):
             return orig_to(self.clone(), *args, **kwargs)

@@ -1,6 +1,6 @@
 """A tool (not a test; pytest does not collect it): run the reference pypto's own test suite, unmodified, on the CPU.
 
-    python tests/st/run_reference_tests.py /tmp/ref/python/tests [-j 2] [-k FILTER] [-v] [--json OUT]
+    python tests/st/run_reference_tests.py /tmp/ref/python/tests [-j 2] [-k FILTER] [--exclude PART] [-v] [--json OUT]
 
 Get the tests from the reference project (hicann/pypto) first, e.g.
     git --git-dir=<mirror of hicann/pypto> archive HEAD python/tests | tar -x -C /tmp/ref
@@ -32,6 +32,7 @@ import ast
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -162,11 +163,15 @@ def run_case(root: Path, case: dict, timeout: float) -> dict:
            "-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:randomly", "--rootdir", str(root),
            "-W", "ignore::DeprecationWarning", "--tb=short", "--no-header"]
     t0 = time.time()
+    # its own session, so that a timeout ends the case's compilers too, not only its pytest
+    p = subprocess.Popen(cmd, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         start_new_session=True)
     try:
-        r = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=timeout)
-        out, rc = r.stdout + r.stderr, r.returncode
-        status, detail = _outcome(out, rc)
+        out, _ = p.communicate(timeout=timeout)
+        status, detail = _outcome(out, p.returncode)
     except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
         status, detail = "timeout", f"no result after {timeout:.0f}s (killed)"
     return dict(case, status=status, detail=detail, secs=time.time() - t0)
 
@@ -197,21 +202,25 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("tests", type=Path, help="the reference project's python/tests folder")
     ap.add_argument("-j", "--jobs", type=int, default=2)
-    ap.add_argument("-k", "--filter", default="", help="only cases whose id contains this")
+    ap.add_argument("-k", "--filter", action="append", default=[],
+                    help="only cases whose id contains this (repeatable: any of them)")
+    ap.add_argument("--exclude", action="append", default=[], help="not the cases whose id contains this (repeatable)")
     ap.add_argument("-v", "--verbose", action="store_true", help="print why each case failed")
     ap.add_argument("--timeout", type=float, default=300)
     ap.add_argument("--list", action="store_true", help="list the cases and their kind, run nothing")
     ap.add_argument("--json", type=Path, help="also write the results here")
     args = ap.parse_args(argv)
     root = args.tests.resolve()
-    cases = [c for c in list_cases(root) if args.filter in c["id"]]
+    cases = [c for c in list_cases(root) if (not args.filter or any(f in c["id"] for f in args.filter))
+             and not any(x in c["id"] for x in args.exclude)]
     if args.list:
         for c in cases:
             print(f"[{c['kind']}] {c['id']}" + (f"  (needs {c['needs']})" if c["needs"] else ""))
         return 0
     def run_and_show(c):
         r = run_case(root, c, args.timeout)
-        print(f"[{r['status']}] {r['id']} ({r['secs']:.1f}s)", file=sys.stderr, flush=True)  # progress
+        why = f"\n      {r['detail'][:300]}" if args.verbose and r["status"] in ("fail", "timeout") else ""
+        print(f"[{r['status']}] {r['id']} ({r['secs']:.1f}s){why}", file=sys.stderr, flush=True)  # progress
         return r
 
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:

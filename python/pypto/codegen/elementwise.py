@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..ir import sym as S
 from ..ir.nodes import Assign, Op, Value
-from .templates import ctype, ew_expr
+from .templates import ctype, ew_store
 
 
 class ElementwiseEmitter:
@@ -43,15 +43,17 @@ class ElementwiseEmitter:
         ivars, opened, last = self.nest_outer(out.shape, op.attrs.get("tile"))
 
         def body():
-            args = []
+            raw, args = [], []
             for name, v, ct in loads:
                 if v is None:
+                    raw.append(None)
                     args.append(name)
                     continue
                 e = f"{name}[{self.index(v, ivars)}]"
+                raw.append(e)
                 args.append(e if ct is None else f"pypto_rt::Cvt<{ctype(ct)}>::from({e})")
-            expr = ew_expr(op.attrs["fn"], args, cts[-1], self.hoist)
-            return f"{out.storage.cname}[{self.index(out, ivars)}] = pypto_rt::Cvt<{ctype(out.dtype)}>::from({expr});"
+            value = ew_store(op.attrs["fn"], op.ins, cts, out.dtype, raw, args, self.hoist)
+            return f"{out.storage.cname}[{self.index(out, ivars)}] = {value};"
 
         if last is None:
             self.line(body())

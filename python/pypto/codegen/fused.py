@@ -13,10 +13,11 @@ from ..vocab.dtypes import DataType as DT
 from ..ir import sym as S
 from ..ir.nodes import Assign, Op, Value, same_dim
 from .cpp import _Emitter
+from .flat import Flat, check_flat, flat_start
 from .fuse import Group, same_view, plan_block, readers, row_dim_of
 from .lanes import emit_reduce
 from .machine import stream_min_bytes
-from .templates import ctype, ew_expr
+from .templates import ctype, ew_store
 
 TILE_BUFFER_BUDGET = 192 * 1024    # bytes of tile buffers per tile (L2-resident; on the stack when static)
 TILE_TARGET_ELEMS = 8192           # elements per tile when set_vec_tile_shapes does not say
@@ -144,12 +145,20 @@ class FusedEmitter(_Emitter):
                         n *= x if isinstance(x, int) else 1024
                 per_sid = max(per_sid, n * v.dtype.itemsize)
             in_bytes += per_sid
-        if row_bytes + in_bytes:
+        if (row_bytes + in_bytes) and len(self._passes(g)) > 1:
             T = min(T, max(1, TILE_L1_BYTES // (row_bytes + in_bytes)))
         ub = S.upper_bound(g.n0)
         if isinstance(ub, int) and ub > 0:
             T = min(T, ub)
         return max(1, T)
+
+    @staticmethod
+    def _passes(g: Group) -> list:
+        """The statements of g that loop over the tile (the others are inlined into their consumers). With one
+        pass nothing is read twice, so the tile need not stay in L1: it keeps TILE_TARGET_ELEMS elements, which
+        the loop's remainder and the per-tile work then become small against."""
+        return [st for st in g.stmts if isinstance(st, Assign) or st.kind == "reduce"
+                or st.out.storage.sid in g.buffer or st.out.storage.sid in g.escape]
 
     # ---- values ---------------------------------------------------------------------------------------------
     def _align(self, v: Value, idx: list) -> list:
@@ -160,9 +169,16 @@ class FusedEmitter(_Emitter):
             out.append(None if _is1(d) else idx[lead + k])
         return out
 
-    def _offset(self, strides, idx, local: bool, ahead: int = 0) -> str:
+    def _offset(self, strides, idx, local: bool, ahead: int = 0, shape=None) -> str:
+        first = check_flat(strides, idx, shape) if any(isinstance(e, Flat) for e in idx) else None
         terms = []
-        for s, e in zip(strides, idx):
+        for d, (s, e) in enumerate(zip(strides, idx)):
+            if isinstance(e, Flat):       # the run's row (outermost) and its element (innermost stride)
+                if d == first and e.is_row and not local:
+                    terms.append(f"{self.r0} * {S.to_cpp(s)}")
+                if e.pos == e.count - 1:
+                    terms.append(e.var if (isinstance(s, int) and s == 1) else f"{e.var} * {S.to_cpp(s)}")
+                continue
             if e is None or (isinstance(s, int) and s == 0):
                 continue
             var, is_row = e
@@ -177,33 +193,33 @@ class FusedEmitter(_Emitter):
         sid = v.storage.sid
         m = g.made.get(sid)
         if m is None:
-            return f"{self.ptrs[id(v)]}[{self._offset(v.strides, idx, False)}]"
+            return f"{self.ptrs[id(v)]}[{self._offset(v.strides, idx, False, shape=v.shape)}]"
         op = m[0]
         if sid in g.buffer:
-            return f"{self.bufs[sid][0]}[{self._offset(self.bufs[sid][1], idx, True)}]"
+            return f"{self.bufs[sid][0]}[{self._offset(self.bufs[sid][1], idx, True, shape=v.shape)}]"
         if sid in g.escape:
-            return f"{v.storage.cname}[{self._offset(op.out.strides, idx, False)}]"
+            return f"{v.storage.cname}[{self._offset(op.out.strides, idx, False, shape=v.shape)}]"
         return self.ew_value(op, idx)
 
     def ew_value(self, op, idx: list) -> str:
-        out = op.out
-        args = []
+        raw, args = [], []
         for j, (a, ct) in enumerate(zip(op.ins, op.attrs["cts"])):
             if isinstance(a, Value):
                 e = self.load(a, self._align(a, idx))
+                raw.append(e)
                 args.append(e if ct is None else f"pypto_rt::Cvt<{ctype(ct)}>::from({e})")
             else:
+                raw.append(None)
                 args.append(self.consts[(id(op), j)])
-        expr = ew_expr(op.attrs["fn"], args, op.attrs["cts"][-1], self.hoist)
-        return f"pypto_rt::Cvt<{ctype(out.dtype)}>::from({expr})"
+        return ew_store(op.attrs["fn"], op.ins, op.attrs["cts"], op.out.dtype, raw, args, self.hoist)
 
     def store_target(self, sid, idx: list) -> str:
         g = self.g
         op = g.made[sid][0]
         if sid in g.buffer:
             name, strides = self.bufs[sid]
-            return f"{name}[{self._offset(strides, idx, True)}]"
-        return f"{op.out.storage.cname}[{self._offset(op.out.strides, idx, False)}]"
+            return f"{name}[{self._offset(strides, idx, True, shape=op.out.shape)}]"
+        return f"{op.out.storage.cname}[{self._offset(op.out.strides, idx, False, shape=op.out.shape)}]"
 
     # ---- loops ----------------------------------------------------------------------------------------------
     def _domain_nest(self, dom, axis, dims=None):
@@ -224,10 +240,22 @@ class FusedEmitter(_Emitter):
 
     def _elementwise(self, dom, axis, stmt):
         """Loops over all of dom, the innermost through elem_loop: stmt(idx) is the one-line statement of an
-        element."""
+        element. Where every access of the statement is contiguous over the trailing dims (flat.py), those dims run
+        as one loop."""
         k = len(dom) - 1
         if k < 0:
             self.line(stmt([]))
+            return
+        j = flat_start(dom, axis, stmt)
+        if j is not None:
+            idx, opened = self._domain_nest(dom, axis, list(range(j)))
+            v = self.fresh("i")
+            count = k + 1 - j
+            for n, d in enumerate(range(j, k + 1)):
+                idx[d] = Flat(v, d == axis, n, count)
+            ext = " * ".join(f"(int64_t)({self.nr if d == axis else self.dim(dom[d])})" for d in range(j, k + 1))
+            self.elem_loop(v, "0", ext, lambda: stmt(idx))
+            self.close(opened)
             return
         idx, opened = self._domain_nest(dom, axis, list(range(k)))
         v = self.fresh("i")
@@ -432,7 +460,7 @@ class FusedEmitter(_Emitter):
             return self.consts[(id(st), 0)]
 
         def stmt(ix):
-            return f"{self.ptrs[id(dst)]}[{self._offset(dst.strides, ix, False)}] = {rhs(ix)};"
+            return f"{self.ptrs[id(dst)]}[{self._offset(dst.strides, ix, False, shape=dst.shape)}] = {rhs(ix)};"
 
         if not self.streams(g, st):
             if self.pf is not None and self.pf[0] is st:

@@ -28,10 +28,25 @@ class ShmemEmitter:
                    f"(it was released, or the kernel was loaded without being built here)")
             self.line(f"if (!{w}) return pypto_rt::fail(ctx, {c_string(msg)});")
             self.line(f"const int64_t pe_g{gi} = {w}->rank; (void)pe_g{gi};")
-        for a in plan.allocs:
-            ct, w = ctype(a.dtype), f"w{a.group_index}"
-            self.line(f"{ct}* {a.storage.cname} = ({ct}*)({w}->base[{w}->rank] + {a.data_off}); "
-                      f"(void){a.storage.cname};")
+        for a in plan.allocs:   # bound by the tensor's shmem_create op (each execution: a fresh slot)
+            ct = ctype(a.dtype)
+            self.line(f"{ct}* {a.storage.cname} = nullptr; (void){a.storage.cname};")
+            self.line(f"int32_t gn{a.index} = 0; int64_t so{a.index} = 0; (void)gn{a.index}; (void)so{a.index};")
+
+    def op_shmem_create(self, op: Op):
+        """This execution of create_shmem_tensor: enter the next ring slot (zeroed) and point at it."""
+        a, w = self._alloc_of(op)
+        self._token(op)
+        ct = ctype(a.dtype)
+        self.line(f"if (pypto_shmem::ring_enter(ctx, {w}, {a.hdr_off}, {a.data_off}, {a.slot_bytes}, {a.ring}, "
+                  f"{a.index}, {self._kn}, &gn{a.index}, &so{a.index})) return 1;")
+        self.line(f"{a.storage.cname} = ({ct}*)({w}->base[{w}->rank] + {a.data_off} + so{a.index});")
+
+    def _ready(self, a, w: str, pe: str, opname: str):
+        """Before touching rank `pe`'s copy: it has entered (zeroed) this execution's slot."""
+        what = f"{opname} (waiting for the peer to enter this execution of the shmem tensor's create)"
+        self.line(f"if (pypto_shmem::ring_ready(ctx, {w}, {a.hdr_off}, {a.ring}, gn{a.index}, {pe}, {a.index}, "
+                  f"{self._kn}, {c_string(what)})) return 1;")
 
     def _alloc_of(self, op: Op):
         a = self.k.shmem.allocs[op.attrs["a"]]
@@ -48,9 +63,10 @@ class ShmemEmitter:
         self.alloc(op.out.storage)
         self.line(f"{op.out.storage.cname}[0] = 0;")
 
-    def _remote(self, a, w: str, pe: str, v) -> str:
+    def _remote(self, a, w: str, pe: str, v, opname: str) -> str:
+        self._ready(a, w, pe, opname)
         ct, q = ctype(v.dtype), self.fresh("qr")
-        self.line(f"{ct}* {q} = ({ct}*)({w}->base[{pe}] + {a.data_off}) + {S.to_cpp(v.offset)};")
+        self.line(f"{ct}* {q} = ({ct}*)({w}->base[{pe}] + {a.data_off} + so{a.index}) + {S.to_cpp(v.offset)};")
         return q
 
     def op_shmem_put(self, op: Op):
@@ -58,7 +74,7 @@ class ShmemEmitter:
         self._token(op)
         pe = self._pe(op.attrs["pe"], w, "shmem_put", "dst_pe")
         qs = self.ptr(src, const=True)
-        qd = self._remote(a, w, pe, view)
+        qd = self._remote(a, w, pe, view, "shmem_put")
         ct = ctype(view.dtype)
         fn = "put_add" if op.attrs["add"] else "put_set"
         ivars, opened = self.nest(src.shape, None, ivdep=False)
@@ -73,7 +89,7 @@ class ShmemEmitter:
         out = op.out
         self.alloc(out.storage)
         pe = self._pe(op.attrs["pe"], w, "shmem_get", "src_pe")
-        qs = self._remote(a, w, pe, v)
+        qs = self._remote(a, w, pe, v, "shmem_get")
         ivars, opened = self.nest(v.shape, None, ivdep=True)
         self.line(f"{out.storage.cname}[{self.index(out, ivars)}] = {qs}[{self.index(v, ivars)}];")
         self.close(opened)
@@ -100,7 +116,7 @@ class ShmemEmitter:
 
     def _grid(self, a, w: str, pe: str) -> str:
         g = self.fresh("sg")
-        self.line(f"int32_t* {g} = (int32_t*)({w}->base[{pe}] + {a.sig_off}) + {SIG_HEADER};")
+        self.line(f"int32_t* {g} = (int32_t*)({w}->base[{pe}] + {a.sig_off} + so{a.index}) + {SIG_HEADER};")
         return g
 
     def op_shmem_signal(self, op: Op):
@@ -113,6 +129,7 @@ class ShmemEmitter:
             self.open(f"for (int64_t {tgt} = 0; {tgt} < {w}->n_pes; ++{tgt})")
         else:
             tgt = self._pe(at["target"], w, "shmem_signal", "target_pe")
+        self._ready(a, w, tgt, "shmem_signal")   # (inside the loop over every rank for target_pe=-1)
         grid = self._grid(a, w, tgt)
         slot, opened = self._tiles(op, a, "shmem_signal", src_pe)
         add = "true" if at["add"] else "false"
@@ -142,7 +159,10 @@ class ShmemEmitter:
     def op_shmem_barrier(self, op: Op):
         a, w = self._alloc_of(op)
         self._token(op)
-        self.line(f"if (pypto_shmem::barrier(ctx, {w}, {a.sig_off}, {self._kn})) return 1;")
+        what = c_string("shmem_barrier_all (waiting for the peer to enter this execution of the signal's create)")
+        self.line(f"if (pypto_shmem::ring_ready_all(ctx, {w}, {a.hdr_off}, {a.ring}, gn{a.index}, {a.index}, "
+                  f"{self._kn}, {what})) return 1;")
+        self.line(f"if (pypto_shmem::barrier(ctx, {w}, {a.sig_off} + so{a.index}, {self._kn})) return 1;")
 
     def op_shmem_clear_data(self, op: Op):
         (v,), (a, _w) = op.ins, self._alloc_of(op)
@@ -156,7 +176,7 @@ class ShmemEmitter:
     def op_shmem_clear_signal(self, op: Op):
         a, w = self._alloc_of(op)
         self._token(op)
-        self.line(f"std::memset((int32_t*)({w}->base[{w}->rank] + {a.sig_off}) + {SIG_HEADER}, 0, "
+        self.line(f"std::memset((int32_t*)({w}->base[{w}->rank] + {a.sig_off} + so{a.index}) + {SIG_HEADER}, 0, "
                   f"{4 * a.n_pes * a.ntiles()});")
 
     def op_shmem_nop(self, op: Op):

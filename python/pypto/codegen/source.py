@@ -54,6 +54,7 @@ def generate(kernel: Kernel, with_ir_comment: bool = True, fuse: bool = True, sp
         out.append("#include <pypto/kernel_quant.h>")
     if em.shmem:
         out.append("#include <pypto/kernel_shmem.h>")
+        out.append("#include <pypto/kernel_shmem_ring.h>")
     out.append("")
     if any("pypto_k::" in ln for ln in em.lines):
         out += [PRELUDE, ""]

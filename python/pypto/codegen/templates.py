@@ -117,6 +117,35 @@ def ew_expr(fn: str, args: list, ct_dtype, hoist=None) -> str:
     return t.format(*args, ct=ct)
 
 
+# Ops whose result, computed in float from inputs that are all bf16 values, is itself a bf16 value (or a NaN): one
+# of the inputs (maximum, minimum; relu's other side is 0), the input with its sign changed (neg, abs), an integer
+# of at most 8 significant bits (floor, ceil, round, trunc: below 2^7 the result is an integer of magnitude <= 2^7,
+# from 2^7 on bf16 holds only integers and the result is x itself), or -1, 0, 1 (sign). Rounding such a result
+# to bf16 changes nothing, so its store narrows with pypto_rt::bf16_exact: the same bits, fewer instructions.
+EXACT_OPS = frozenset({"neg", "abs", "relu", "maximum", "minimum", "floor", "ceil", "round", "trunc", "sign"})
+# ...and of those, the ones that only touch the sign bit run on the bf16 bits themselves (kernel_rt.h)
+SIGN_BIT_OPS = {"neg": "pypto_rt::bf16_neg({0})", "abs": "pypto_rt::bf16_abs({0})"}
+
+
+def ew_store(fn: str, ins: list, cts: list, out_dtype, raw: list, args: list, hoist=None) -> str:
+    """The value an elementwise op stores, in out_dtype: `Cvt<out>::from(<fn on args>)`, except where the result is
+    a bf16 value by construction (EXACT_OPS, every input a bf16 value computed in float): then the exact narrowing,
+    and for neg/abs the op on the input's bits. ins: the op's inputs (Values, or constants); raw: each input's load
+    in its own dtype (its bf16 expression); args: the same converted to its compute type (ew_expr's arguments)."""
+    from ..ir.nodes import Value
+
+    out = DT(out_dtype)
+    exact = (out == DT.DT_BF16 and fn in EXACT_OPS and len(ins) == len(cts) and all(
+        isinstance(v, Value) and DT(v.dtype) == DT.DT_BF16 and ct is not None and DT(ct) == DT.DT_FP32
+        for v, ct in zip(ins, cts)))
+    if exact and fn in SIGN_BIT_OPS and len(raw) == 1:
+        return SIGN_BIT_OPS[fn].format(raw[0])
+    expr = ew_expr(fn, args, cts[-1], hoist)
+    if exact:
+        return f"pypto_rt::bf16_exact({expr})"
+    return f"pypto_rt::Cvt<{ctype(out)}>::from({expr})"
+
+
 REDUCE_INIT = {
     ("sum", "f"): "({ct})0", ("sum", "i"): "({ct})0",
     ("prod", "f"): "({ct})1", ("prod", "i"): "({ct})1",

@@ -3,14 +3,17 @@
 Kernels here take torch tensors (and numpy arrays) directly, so the result is the torch tensor itself, after the
 reference's checks: a torch.Tensor, contiguous, of a dtype the reference converts. Which dims are dynamic is
 decided by the kernel's annotations (pypto.DYNAMIC), so `dynamic_axis` is validated (ints within the rank) and
-otherwise has no effect; `tensor_format` must be a TileOpFormat (ND data is all the simulator has); `dtype`, when
-given, must be the tensor's own dtype (reinterpreting the data as another dtype is not supported yet).
+otherwise has no effect; `tensor_format` must be a TileOpFormat (ND data is all the simulator has). `dtype`
+reinterprets the data as another dtype, as the reference's tensor keeps the data pointer and takes the dtype given:
+the result is `tensor.view(<that torch dtype>)`, same memory and shape, so the dtype must have the tensor's item
+size (else a ValueError: the shape would change). A dtype torch lacks (DT_FP4_E2M1, DT_INT4, DT_HF8, ...) cannot
+be a kernel argument yet (UnsupportedFeatureError).
 """
 from __future__ import annotations
 
 from ..errors import UnsupportedFeatureError
 from ..vocab.annotations import TileOpFormat
-from ..vocab.dtypes import DataType, from_torch as _dtype_of
+from ..vocab.dtypes import DataType, from_torch as _dtype_of, to_torch as _torch_of
 
 __all__ = ["from_torch"]
 
@@ -42,6 +45,21 @@ def from_torch(tensor, name: str = "", *, dynamic_axis=None, tensor_format=None,
         if not isinstance(dtype, DataType):
             raise TypeError(f"pypto.from_torch: dtype must be a pypto.DataType, got {dtype!r}")
         if dtype != own:
-            raise UnsupportedFeatureError(f"pypto.from_torch: dtype={dtype!r} for a {tensor.dtype} tensor "
-                                          f"(reinterpreting its data) is not supported yet")
+            return _reinterpret(tensor, dtype)
     return tensor
+
+
+def _reinterpret(tensor, dtype: DataType):
+    try:
+        target = _torch_of(dtype)
+    except Exception:
+        target = None
+    if target is None or not dtype.native:
+        raise UnsupportedFeatureError(f"pypto.from_torch: dtype={dtype!r} for a {tensor.dtype} tensor: {dtype!r} "
+                                      f"has no torch dtype and cannot be a kernel argument; it is not supported "
+                                      f"yet")
+    if target.itemsize != tensor.element_size():
+        raise ValueError(f"pypto.from_torch: dtype={dtype!r} ({target.itemsize}-byte elements) cannot reinterpret "
+                         f"a {tensor.dtype} tensor ({tensor.element_size()}-byte elements) of shape "
+                         f"{list(tensor.shape)} without changing its shape; give a dtype of the same size")
+    return tensor.view(target)

@@ -9,6 +9,7 @@ import sys
 import threading
 
 from ..errors import KernelTraceError, UnsupportedFeatureError
+from ..vocab.dtypes import DataType
 from . import sym as S
 from .nodes import (LOCAL, PARAM, TEMP, Assign, Block, Check, If, Loop, Op, ScalarRead, Storage, UnrolledLoop, Value,
                     row_major, same_dim)
@@ -335,6 +336,24 @@ class Builder:
         stmt.orelse.stmts.append(Assign(out, e))
         return out
 
+    def branch_merge_scalar(self, stmt: If, t, e, name: str):
+        """The integer scalar a name holds after a kernel-level `if` that set it to `t` / `e` in the two branches:
+        `cond ? t : e` when both are readable after the `if`; when one is a scalar made inside its branch (a
+        tensor element read there), a 1-element local before the `if` that each branch writes, read back after
+        it (a runtime scalar of the enclosing block). None when that is not possible (a float made in a branch)."""
+        def visible(x):
+            return all(v.scope is None or v.scope.encloses(self.block) for v in S.free_vars(x).values())
+
+        if visible(t) and visible(e):
+            return S.select(stmt.cond, t, e)
+        if any(isinstance(x, float) or (isinstance(x, S.Sym) and x.kind != S.INT) for x in (t, e)):
+            return None
+        out = self.new_storage(LOCAL, DataType.DT_INT64, (1,), (1,))
+        parent = self.block.stmts
+        parent.insert(next(i for i, st in enumerate(parent) if st is stmt), Op("fill", out, [0], {}))
+        stmt.then.stmts.append(Assign(out, t))
+        stmt.orelse.stmts.append(Assign(out, e))
+        return self.read_scalar(self.new_view(out, 0, (), (), ()), f"if ({name})")
 
     def branch_begin(self, cond, line: str) -> If:
         """Open `if cond:` (a symbolic bool) at the current point; the then-block becomes current."""

@@ -11,6 +11,12 @@ with its preds is correct here. A program that is only correct *without* program
 before the signal it expects from this same rank — deadlocks here as on a device that honours the preds, and
 fails with the wait's timeout error. Signals are kept per tile: the first shmem_signal / shmem_wait_until on a
 shmem tensor fixes its signal tile (the region's shape); later regions must cover whole tiles.
+
+Every execution of create_shmem_tensor / create_shmem_signal (once per launch, or once per iteration of the
+`pypto.loop` it is written in) binds fresh, zeroed data and signals, as the reference binds a fresh region of the
+group's window at each execution of its create op: the tensor owns a ring of RING slots in the window, the
+execution number picks the slot, and a slot is zeroed by its owner before reuse once every rank has moved past the
+execution that last used it (kernel_shmem_ring.h). Every rank must execute each create the same number of times.
 """
 from __future__ import annotations
 
@@ -28,6 +34,10 @@ from .shape_ops import _window
 SHMEM = "shmem"          # storage kind of a shmem tensor's local data
 SIG_HEADER = 80          # int32s before each signal grid (barrier counters, epoch): kernel_shmem.h
 ALIGN = 64
+RING = 4                 # slots per shmem tensor: executions of its create that may be in flight across ranks
+RING_BIG = 2             # ... for a slot over BIG_SLOT bytes (2 is the least the reuse protocol allows)
+BIG_SLOT = 16 << 20
+RING_HEADER = 64         # bytes before a tensor's ring: the int32 count of its creates this rank has entered
 SHMEM_DTYPES = (DT.DT_FP32, DT.DT_FP16, DT.DT_BF16, DT.DT_INT32, DT.DT_INT8, DT.DT_INT16, DT.DT_INT64,
                 DT.DT_UINT8, DT.DT_FP64)
 
@@ -45,7 +55,8 @@ class ShmemAlloc:
         self.index, self.group_index, self.dtype, self.shape = index, group_index, dtype, tuple(shape)
         self.n_pes, self.storage = n_pes, storage
         self.tile = None          # signal tile shape, fixed by the first signal / wait region
-        self.data_off = self.sig_off = 0
+        self.data_off = self.sig_off = 0   # slot 0's data and signal grid (slot k: + k * slot_bytes)
+        self.hdr_off, self.slot_bytes, self.ring = 0, 0, RING
 
     def ntiles(self) -> int:
         n = 1
@@ -76,13 +87,17 @@ class ShmemPlan:
             for a in self.allocs:
                 if a.group_index != gi:
                     continue
-                a.data_off = cur = _align(cur)
+                a.hdr_off = cur = _align(cur)
                 n = a.dtype.itemsize
                 for d in a.shape:
                     n *= d
-                a.sig_off = cur = _align(cur + n)
-                cur += 4 * (SIG_HEADER + a.n_pes * a.ntiles())
-                desc.append((a.dtype.name, a.shape, a.n_pes, a.tile))
+                sig = _align(n)
+                a.slot_bytes = _align(sig + 4 * (SIG_HEADER + a.n_pes * a.ntiles()))
+                a.ring = RING if a.slot_bytes <= BIG_SLOT else RING_BIG
+                a.data_off = cur + RING_HEADER
+                a.sig_off = a.data_off + sig
+                cur = a.data_off + a.ring * a.slot_bytes
+                desc.append((a.dtype.name, a.shape, a.n_pes, a.tile, a.ring))
             digest = hashlib.sha256(repr(desc).encode()).hexdigest()[:32]
             out.append((g, digest, _align(max(cur, 1), 4096)))
         return out
@@ -116,6 +131,21 @@ class ShmemTensor:
                f"{current('shmem').shmem.groups[self.alloc.group_index]!r}>"
 
 
+def _builder(op):
+    """The trace's builder, refusing shmem ops in the body of a pypto.loop(parallel=True): its iterations run
+    concurrently, while signals, waits and the per-execution slots of created tensors assume program order."""
+    b = current(op)
+    blk = b.block
+    while blk is not None:
+        lp = getattr(blk, "loop", None)
+        if lp is not None and getattr(lp, "parallel", False):
+            raise b.error(op, "shmem ops are not supported inside pypto.loop(parallel=True) (its iterations run "
+                              "concurrently; signals, waits and created shmem tensors need program order): use a "
+                              "sequential pypto.loop")
+        blk = blk.parent
+    return b
+
+
 def _plan(b) -> ShmemPlan:
     if getattr(b, "shmem", None) is None:
         b.shmem = ShmemPlan(b.kernel_name)
@@ -136,7 +166,7 @@ def _check_group(b, op, group, n_pes):
 
 
 def _create(group, n_pes, dtype, shape, op):
-    b = current(op)
+    b = _builder(op)
     gi = _check_group(b, op, group, n_pes)
     dtype = DataType(dtype) if not isinstance(dtype, DataType) else dtype
     if dtype not in SHMEM_DTYPES:
@@ -152,6 +182,7 @@ def _create(group, n_pes, dtype, shape, op):
     st.cname = f"sh{st.sid}"
     plan.allocs.append(alloc)
     data = Value(b._new_vid(), dtype, tuple(shape), tuple(shape), st, 0, strides, b.body)
+    b.op("shmem_create", _token(b), [], a=alloc.index)   # at run time: this execution's (zeroed) slot
     return ShmemTensor(alloc, data, [0] * len(shape))
 
 
@@ -167,7 +198,7 @@ def create_shmem_signal(group_name, n_pes):
 
 def _shmem(x, op, what="src") -> ShmemTensor:
     if not isinstance(x, ShmemTensor):
-        b = current(op)
+        b = _builder(op)
         raise b.error(op, f"{what} must be a shmem tensor (pypto.distributed.create_shmem_tensor), got "
                           f"{type(x).__name__}")
     return x
@@ -181,7 +212,7 @@ def shmem_view(src, shape, offsets, *, valid_shape=None):
 
 
 def _view(src, shape, offsets, valid_shape, op):
-    b = current(op)
+    b = _builder(op)
     shape = check_int_list(shape, op, "shape", allow_sym=False)
     offsets = check_int_list(offsets, op, "offsets")
     rank = len(src.data.shape)
@@ -229,7 +260,7 @@ def _preds(b, op, pred):
 
 
 def _put(src, offsets, dst, dst_pe, put_op, pred, op):
-    b = current(op)
+    b = _builder(op)
     src = check_tensor(src, op, "src")
     dst = _shmem(dst, op, "dst")
     _preds(b, op, pred)
@@ -255,7 +286,7 @@ def shmem_put(src, offsets, dst, dst_pe, *, put_op=AtomicType.SET, pred=None):
 
 
 def _get(src, src_pe, shape, offsets, valid_shape, pred, op):
-    b = current(op)
+    b = _builder(op)
     src = _shmem(src, op)
     _preds(b, op, pred)
     if shape is not None and offsets is not None:
@@ -290,7 +321,7 @@ def shmem_signal(src, src_pe, signal, shape=None, offsets=None, *, target_pe, si
     """Set (or add) `signal` in the signal slots of region [offsets, shape] of `src` (data of rank `src_pe`) on
     rank `target_pe` (-1: every rank of the group)."""
     op = "shmem_signal"
-    b = current(op)
+    b = _builder(op)
     src = _region(_shmem(src, op), shape, offsets, op)
     _preds(b, op, pred)
     if isinstance(signal, bool) or not isinstance(signal, (int, S.Sym)):
@@ -311,7 +342,7 @@ def shmem_wait_until(src, src_pe, cmp_value=0, shape=None, offsets=None, *, cmp=
     (the slot reads 0 again when nothing more arrived: the reference's reset). Bounded by
     pypto.distributed.set_timeout (then an error naming kernel, rank, group, slot, expected, last seen)."""
     op = "shmem_wait_until"
-    b = current(op)
+    b = _builder(op)
     src = _region(_shmem(src, op), shape, offsets, op)
     _preds(b, op, pred)
     if cmp != OpType.EQ:
@@ -326,7 +357,7 @@ def shmem_wait_until(src, src_pe, cmp_value=0, shape=None, offsets=None, *, cmp=
 def shmem_barrier_all(src, pred=None):
     """Every rank of `src`'s group waits here until all have arrived (reusable; bounded by the timeout)."""
     op = "shmem_barrier_all"
-    b = current(op)
+    b = _builder(op)
     src = _shmem(src, op)
     _preds(b, op, pred)
     return b.op("shmem_barrier", _token(b), [], a=src.alloc.index)
@@ -335,7 +366,7 @@ def shmem_barrier_all(src, pred=None):
 def shmem_clear_data(src, shape=None, offsets=None, *, pred=None):
     """Zero region [offsets, shape] of this rank's copy of `src`."""
     op = "shmem_clear_data"
-    b = current(op)
+    b = _builder(op)
     src = _region(_shmem(src, op), shape, offsets, op)
     _preds(b, op, pred)
     return b.op("shmem_clear_data", _token(b), [src.data], a=src.alloc.index)
@@ -344,7 +375,7 @@ def shmem_clear_data(src, shape=None, offsets=None, *, pred=None):
 def shmem_clear_signal(src, *, pred=None):
     """Zero every signal slot of this rank's copy of `src`."""
     op = "shmem_clear_signal"
-    b = current(op)
+    b = _builder(op)
     src = _shmem(src, op)
     _preds(b, op, pred)
     return b.op("shmem_clear_signal", _token(b), [], a=src.alloc.index)
@@ -353,7 +384,7 @@ def shmem_clear_signal(src, *, pred=None):
 def my_symbolic_pe(group_name):
     """This process's rank in group `group_name`, as a runtime scalar (offsets, loop bounds, pe arguments)."""
     op = "my_symbolic_pe"
-    b = current(op)
+    b = _builder(op)
     gi = _check_group(b, op, group_name, None)
     plan = _plan(b)
     if gi not in plan.pe_vars:

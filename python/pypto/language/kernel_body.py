@@ -156,8 +156,9 @@ class Branch:
             elif (isinstance(t, S.Sym) and isinstance(e, S.Sym) and t.same(e)) or (
                     type(t) in (int, float, bool, str) and type(t) is type(e) and t == e):
                 out[n] = t
-            elif isinstance(t, (int, float, S.Sym)) and isinstance(e, (int, float, S.Sym)):
-                out[n] = S.select(self.cond, t, e)  # a scalar set differently in each branch: cond ? t : e
+            elif isinstance(t, (int, float, S.Sym)) and isinstance(e, (int, float, S.Sym)) and (
+                    merged := self.builder.branch_merge_scalar(self.stmt, t, e, n)) is not None:
+                out[n] = merged    # a scalar set differently in each branch: cond ? t : e (or a merge slot)
             elif isinstance(t, Value) and isinstance(e, Value):
                 # a tensor from each branch: both copy into one local tensor made before the `if`
                 out[n] = self.builder.branch_merge_tensor(self.stmt, t, e, n)

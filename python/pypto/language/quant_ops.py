@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import enum
 
-from ..errors import not_supported
 from ..ir.infer import norm_dim
 from ._helpers import DT, S, Value, check_dtype, check_tensor, current, fmt_shape
 from . import elementwise as E
 from .fp4 import FP4 as _FP4, WIDE as _WIDE, fp4_cast, halve_last as _halve_last
+from . import quant_fixpipe as fixpipe
 from .reduce import matmul
 from .shape_ops import _numel, expand_clone, getitem, reshape, transpose, unsqueeze
 
@@ -36,10 +36,6 @@ _MX_ELEM = {DT.DT_FP8E4M3: (8, 448.0), _FP4: (2, 6.0)}   # element format: large
 
 def _names(dts) -> str:
     return ", ".join(d.name for d in dts)
-
-
-def _unsupported(b, op: str, feature: str, hint: str = ""):
-    return not_supported(f"kernel '{b.kernel_name}': {op}: {feature}", hint)
 
 
 # ---- quantize / dequantize ----------------------------------------------------------------------------------------
@@ -181,7 +177,7 @@ def _mx_operand(m: Value, trans: bool) -> Value:
     """An FP8 / packed FP4 matrix as FP32 in its logical [rows, cols] orientation (FP4 unpacks along the stored
     last dim, as the reference's operands are packed)."""
     f = E.cast(m, DT.DT_FP32) if m.dtype != _FP4 else fp4_cast(m, DT.DT_FP32, "scaled_mm")
-    return transpose(f, 0, 1) if trans else f
+    return transpose(f, -2, -1) if trans else f
 
 
 def _scale_rows(s: Value, trans: bool, rows, k, what: str, op: str) -> Value:
@@ -215,7 +211,10 @@ def scaled_mm(mat_a, mat_b, out_dtype, scale_a, scale_b, *, a_trans=False, b_tra
     scale_a [M, ceil(K/64), 2] ([ceil(K/64), M, 2] with scale_a_trans), scale_b [ceil(K/64), N, 2]
     ([N, ceil(K/64), 2] with scale_b_trans), entry [.., g, .., h] scaling K indices 64g+32h .. 64g+32h+31.
     Products accumulate in FP32; extend_params 'bias_tensor' (FP16/BF16/FP32, broadcast to [M, N]) is added and
-    'relu_type' RELU applied in FP32 before the one rounding to out_dtype (FP16/BF16/FP32). Rank-2 operands."""
+    'relu_type' RELU applied in FP32 before the one rounding to out_dtype (FP16/BF16/FP32); 'scale' /
+    'scale_tensor' quantize that result first (quant_fixpipe.py; out_dtype DT_INT8 needs one of them).
+    Operands of rank 2, or batched (rank 3 / 4, a batch dim of 1 broadcast): the scales, rank 3, serve every
+    batch."""
     op = "scaled_mm"
     b = current(op)
     a = check_tensor(mat_a, op, "mat_a")
@@ -238,25 +237,20 @@ def scaled_mm(mat_a, mat_b, out_dtype, scale_a, scale_b, *, a_trans=False, b_tra
     for nm, s in (("scale_a", sa), ("scale_b", sb)):
         if s.dtype != DT.DT_FP8E8M0:
             raise b.error(op, f"{nm} must be DT_FP8E8M0, got {s.dtype.short}")
-    if odt == DT.DT_INT8:
-        raise _unsupported(b, op, "out_dtype DT_INT8 (the reference's fixpipe quantization with extend_params "
-                                  "'scale' / 'scale_tensor', an Ascend hardware format)")
-    if odt not in _WIDE:
-        raise b.error(op, f"out_dtype must be one of {_names(_WIDE)}, got {odt!r}")
-    if len(a.shape) != 2 or len(bm.shape) != 2:
-        raise _unsupported(b, op, f"operands of rank {len(a.shape)} and {len(bm.shape)} (batched scaled_mm)",
-                           "rank-2 mat_a and mat_b are supported")
-    bias, relu = None, False
+    if odt not in _WIDE + (DT.DT_INT8,):
+        raise b.error(op, f"out_dtype must be one of {_names(_WIDE + (DT.DT_INT8,))}, got {odt!r}")
+    if not 2 <= len(a.shape) <= 4 or not 2 <= len(bm.shape) <= 4:
+        raise b.error(op, f"mat_a and mat_b must have rank 2 to 4, got {fmt_shape(a.shape)} and "
+                          f"{fmt_shape(bm.shape)}")
+    bias, relu, scale = None, False, None
     if extend_params is not None:
         if not isinstance(extend_params, dict):
             raise b.error(op, f"extend_params must be a dict, got {type(extend_params).__name__}")
-        for key in ("scale", "scale_tensor"):
-            if extend_params.get(key) not in (None, 0):
-                raise _unsupported(b, op, f"extend_params '{key}' (fixpipe output quantization of the Ascend "
-                                          f"hardware)")
         unknown = sorted(set(extend_params) - {"bias_tensor", "relu_type", "scale", "scale_tensor"})
         if unknown:
-            raise b.error(op, f"extend_params: unknown key(s) {unknown}; supported: 'bias_tensor', 'relu_type'")
+            raise b.error(op, f"extend_params: unknown key(s) {unknown}; supported: 'bias_tensor', 'relu_type', "
+                              f"'scale', 'scale_tensor'")
+        scale = fixpipe.parse(extend_params, op)
         if extend_params.get("bias_tensor") is not None:
             bias = check_tensor(extend_params["bias_tensor"], op, "bias_tensor")
             if bias.dtype not in _WIDE:
@@ -269,22 +263,48 @@ def scaled_mm(mat_a, mat_b, out_dtype, scale_a, scale_b, *, a_trans=False, b_tra
             relu = name == "RELU"
     if b.cube_tile:                              # the 1-byte operands' alignment, not that of their FP32 form
         b._check_tile(op, a, [a, bm], b.cube_tile)
-    af = _mx_operand(a, a_trans)                 # [M, K]
-    bf = _mx_operand(bm, b_trans)                # [K, N]
-    m, k = af.shape
-    k2, n = bf.shape
+    if odt == DT.DT_INT8 and scale is None:
+        raise b.error(op, "out_dtype DT_INT8 needs extend_params 'scale' or 'scale_tensor' (the quantization)")
+    af = _mx_operand(a, a_trans)                 # [..., M, K]
+    bf = _mx_operand(bm, b_trans)                # [..., K, N]
+    m, k = af.shape[-2:]
+    k2, n = bf.shape[-2:]
     if isinstance(k, int) and isinstance(k2, int) and k != k2:
         raise b.error(op, f"inner dims differ: mat_a gives K={k} (shape {fmt_shape(a.shape)}, a_trans={a_trans}), "
                           f"mat_b K={k2} (shape {fmt_shape(bm.shape)}, b_trans={b_trans})")
     b.check(S.compare("==", k, k2), f"inner dims differ: K={S.to_text(k)} vs {S.to_text(k2)}", op)
     af = E.mul(af, _scale_rows(sa, scale_a_trans, m, k, "scale_a", op))
     bf = E.mul(bf, transpose(_scale_rows(sb, not scale_b_trans, n, k, "scale_b", op), 0, 1))
-    r = matmul(af, bf, DT.DT_FP32)
+    r = matmul(*_broadcast_batches(af, bf, op), DT.DT_FP32)
     if bias is not None:
         r = E.add(r, bias if bias.dtype == DT.DT_FP32 else E.cast(bias, DT.DT_FP32))
     if relu:
         r = E.relu(r)
+    if scale is not None:
+        return fixpipe.apply(r, scale, odt, op)
     return r if odt == DT.DT_FP32 else E.cast(r, odt)
+
+
+def _broadcast_batches(af: Value, bf: Value, op: str):
+    """Rank-4 operands whose batch dims differ where one is 1: that one is expanded (matmul of rank 4 takes equal
+    batch dims)."""
+    if len(af.shape) != 4 or len(bf.shape) != 4:
+        return af, bf
+    b = current(op)
+    sa, sb = list(af.shape[:2]), list(bf.shape[:2])
+    for ax in (0, 1):
+        x, y = sa[ax], sb[ax]
+        if isinstance(x, int) and x == 1 and not (isinstance(y, int) and y == 1):
+            sa[ax] = y
+        elif isinstance(y, int) and y == 1 and not (isinstance(x, int) and x == 1):
+            sb[ax] = x
+        elif isinstance(x, int) and isinstance(y, int) and x != y:
+            raise b.error(op, f"batch dim {ax} differs: mat_a {fmt_shape(af.shape)}, mat_b {fmt_shape(bf.shape)}")
+    if sa != list(af.shape[:2]):
+        af = expand_clone(af, sa + list(af.shape[2:]))
+    if sb != list(bf.shape[:2]):
+        bf = expand_clone(bf, sb + list(bf.shape[2:]))
+    return af, bf
 
 
 # ---- pack / unpack -------------------------------------------------------------------------------------------

@@ -10,6 +10,8 @@ from ..vocab.enums import ReLuType, TransMode
 from ._helpers import (DT, S, Value, check_computable, check_dtype, check_enum, check_tensor, compute_dtype, current,
                        fmt_shape)
 from . import elementwise as E
+from . import quant_fixpipe as fixpipe
+from .cast_bits import tf32
 from .shape_ops import reshape, transpose
 
 
@@ -138,18 +140,22 @@ def matmul(a, b, out_dtype=None, a_trans=False, b_trans=False, extend_params=Non
     folded into one (a copy where an operand is a strided view) and unfolded in the result.
     `extend_params={"bias_tensor": bias}` (the reference's spelling; "bias" is accepted too) adds `bias`
     (broadcast to the result, e.g. [1, N]) to the product in out_dtype, as the reference's fused bias does;
-    "relu_type": pypto.ReLuType.RELU applies relu to the result (after the bias); "trans_mode" other than
-    TransMode.CAST_NONE (tf32 inputs) is not supported yet."""
+    "relu_type": pypto.ReLuType.RELU applies relu to the result (after the bias); "trans_mode"
+    TransMode.CAST_RINT / CAST_ROUND rounds FP32 operands to tf32 first (cast_bits.py). "scale" / "scale_tensor": the reference's output
+    quantization (quant_fixpipe.py): the bias is then added in the accumulator's type (INT32 / FP32), relu
+    applied, the result scaled in FP32 and converted once to out_dtype (FP16 / BF16 / FP32 / INT8)."""
     op = "matmul"
     bld = current(op)
-    bias, relu = None, False
+    bias, relu, scale, trans = None, False, None, TransMode.CAST_NONE
     if extend_params is not None:
         if not isinstance(extend_params, dict):
             raise bld.error(op, f"extend_params must be a dict, got {type(extend_params).__name__}")
-        unknown = sorted(set(extend_params) - {"bias_tensor", "bias", "relu_type", "trans_mode"})
+        unknown = sorted(set(extend_params) - {"bias_tensor", "bias", "relu_type", "trans_mode", "scale",
+                                               "scale_tensor"})
         if unknown:
             raise bld.error(op, f"extend_params: unsupported key(s) {unknown}; supported: 'bias_tensor', "
-                                f"'relu_type', 'trans_mode'")
+                                f"'relu_type', 'trans_mode', 'scale', 'scale_tensor'")
+        scale = fixpipe.parse(extend_params, op)
         bias = extend_params.get("bias_tensor", extend_params.get("bias"))
         if bias is not None:
             bias = check_tensor(bias, op, "bias_tensor")
@@ -157,18 +163,26 @@ def matmul(a, b, out_dtype=None, a_trans=False, b_trans=False, extend_params=Non
                           "extend_params['relu_type']") == ReLuType.RELU
         trans = check_enum(extend_params.get("trans_mode", TransMode.CAST_NONE), TransMode, op,
                            "extend_params['trans_mode']")
-        if trans != TransMode.CAST_NONE:
-            raise bld.unsupported(op, f"extend_params['trans_mode']=TransMode.{trans.name} (tf32 rounding of the "
-                                      f"inputs)")
     a = check_tensor(a, op, "a")
     b = check_tensor(b, op, "b")
+    if trans != TransMode.CAST_NONE:          # tf32 inputs (the reference: FP32 operands and result only)
+        odt = check_dtype(out_dtype, op) if out_dtype is not None else DT.DT_FP32
+        if a.dtype != DT.DT_FP32 or b.dtype != DT.DT_FP32 or odt != DT.DT_FP32:
+            raise bld.error(op, f"extend_params['trans_mode']=TransMode.{trans.name} needs FP32 operands and "
+                                f"out_dtype, got {a.dtype.short} @ {b.dtype.short} -> {odt.short}")
+        a, b = tf32(E, a, trans, op), tf32(E, b, trans, op)
+    final = None
+    if scale is not None:                     # accumulate, then quantize on the way out
+        final = check_dtype(out_dtype if out_dtype is not None else DT.DT_FP16, op)
+        out_dtype = DT.DT_INT32 if a.dtype in (DT.DT_INT8, DT.DT_UINT8) else DT.DT_FP32
     if len(a.shape) == 4 or len(b.shape) == 4:
         r = _matmul4(a, b, out_dtype, a_trans, b_trans, op)
     else:
         r = _matmul(a, b, out_dtype, a_trans, b_trans, op)
     if bias is not None:
         r = E.add(r, bias if bias.dtype == r.dtype else E.cast(bias, r.dtype))
-    return E.relu(r) if relu else r
+    r = E.relu(r) if relu else r
+    return r if scale is None else fixpipe.apply(r, scale, final, op)
 
 
 def _matmul4(a, b, out_dtype, a_trans, b_trans, op):

@@ -209,10 +209,12 @@ def _valid_region(dst: Value, src: Value, op: str) -> Value:
 
 
 def write(dst: Value, src, op: str):
-    """dst <- src (src broadcast to dst's shape; dtypes must match exactly)."""
+    """dst <- src (src broadcast to dst's shape; dtypes must match exactly, except that int64 is cast into int32)."""
     b = current(op)
     src = check_operand(src, op, "value")
     if isinstance(src, Value):
+        if src.dtype == DT.DT_INT64 and dst.dtype == DT.DT_INT32:
+            src = cast(src, DT.DT_INT32)  # the reference casts (its index results, e.g. topk's, are int32 there)
         if src.dtype != dst.dtype:
             raise b.error(op, f"dtype mismatch: writing {src.dtype.short} into a {dst.dtype.short} tensor; "
                               f"convert first with pypto.cast(x, pypto.{dst.dtype.name})")
@@ -317,7 +319,7 @@ def reshape(t, shape, valid_shape=None, inplace=False):
     if inplace and not _is_contiguous(t):
         raise b.error(op, f"inplace=True needs a contiguous input; this one (shape {fmt_shape(t.shape)}) is a "
                           f"strided view — drop inplace=True to copy, or pypto.clone it first")
-    src = contiguous(t, op)
+    src = t if _is_contiguous(t) else _packed_copy(t)
     cap = tuple(d if isinstance(d, int) else S.upper_bound(d) for d in shape)
     return b.new_view(src, src.offset, tuple(shape), cap, row_major(shape))
 
@@ -352,10 +354,17 @@ def _reshape_tile(t: Value, shape, valid, inplace, op):
             raise b.error(op, f"inplace=True needs an input whose valid region {fmt_shape(t.shape)} lies packed "
                               f"row-major in memory; this one is a strided view (of tile {fmt_shape(tile)}) — drop "
                               f"inplace=True to copy")
-        # a storage without static caps is laid out row-major over its (symbolic) shape: packed
-        packed = b.new_storage(TEMP, t.dtype, t.shape, tuple(d if isinstance(d, int) else None for d in t.shape))
-        t = b.op("ew", packed, [t], fn="cast", cts=(None,), tile=b.vec_tile)
+        t = _packed_copy(t)
     return b.new_view(t, t.offset, tuple(valid), tuple(shape), row_major(valid))
+
+
+def _packed_copy(t: Value) -> Value:
+    """A copy of t laid out row-major over its logical (possibly symbolic) shape. A temp with static caps is laid
+    out over its caps, so its rows are not packed when a valid size is smaller than its cap (a view running past
+    its tensor's end): a reshape must read the valid elements packed, or it mixes rows."""
+    b = current("reshape")
+    packed = b.new_storage(TEMP, t.dtype, t.shape, tuple(d if isinstance(d, int) else None for d in t.shape))
+    return b.op("ew", packed, [t], fn="cast", cts=(None,), tile=b.vec_tile)
 
 
 def transpose(t, dim0, dim1):
@@ -447,10 +456,15 @@ def _local(shape, dtype, value, op):
     return b.op("fill", out, [value], tile=b.vec_tile)
 
 
-def full(shape, value, dtype, valid_shape=None):
-    """A local tile of `shape` filled with `value` (converted to `dtype`). It is writable. With `valid_shape`
-    (possibly symbolic) only that leading region is the tensor's logical region, as view(..., valid_shape=)."""
+def full(size=None, fill_value=None, dtype=None, valid_shape=None, *, shape=None, value=None):
+    """A local tile of `size` filled with `fill_value` (converted to `dtype`). It is writable. With `valid_shape`
+    (possibly symbolic) only that leading region is the tensor's logical region, as view(..., valid_shape=).
+    The reference's keywords are `size` / `fill_value`; `shape` / `value` are this package's earlier names."""
     op = "full"
+    shape = _one_of(size, shape, "size", "shape", op)
+    value = _one_of(fill_value, value, "fill_value", "value", op)
+    if dtype is None:
+        raise current(op).error(op, "missing the dtype: pypto.full(size, fill_value, dtype)")
     if valid_shape is None:
         return _local(shape, dtype, value, op)
     shape = check_int_list(shape, op, "shape")
@@ -461,6 +475,14 @@ def full(shape, value, dtype, valid_shape=None):
     if any(isinstance(d, S.Sym) for d in shape):  # no static tile to carve from: the valid region is the tensor
         return _local(valid, dtype, value, op)
     return view(_local(shape, dtype, value, op), shape, [0] * len(shape), valid_shape=valid)
+
+
+def _one_of(given, alias, name: str, alias_name: str, op: str):
+    """The argument given under its reference name or its alias (exactly one of the two)."""
+    if (given is None) == (alias is None):
+        what = "both" if given is not None else "neither"
+        raise current(op).error(op, f"pass {name} (or its alias {alias_name}) exactly once, got {what}")
+    return alias if given is None else given
 
 
 class _TensorFactory:

@@ -476,10 +476,22 @@ def _located(plain):
     return hook
 
 
+def kernel_tensor(shape=None, dtype=None, name=None, format=TileOpFormat.TILEOP_ND):
+    """`pypto.Tensor(shape, dtype)` called in a kernel body (the reference's way to make a local tensor): the same
+    zero-initialised local tensor as pypto.tensor. None (an annotation is made) outside a trace, or when the
+    arguments are not a concrete shape and a dtype (markers such as pypto.DYNAMIC only annotate)."""
+    if active() is None or dtype is None or not isinstance(shape, (list, tuple)) or not shape:
+        return None
+    if not all(isinstance(d, S.Sym) or (isinstance(d, int) and not isinstance(d, bool)) for d in shape):
+        return None
+    return shape_ops.tensor(shape, dtype, name, format)
+
+
 def register_tensor_class() -> None:
     """`isinstance(x, pypto.Tensor)` is True for kernel tensors (the IR's Value), as in the reference."""
     from ..vocab.annotations import Tensor
     Tensor.register_tensor_class(Value)
+    Tensor.register_kernel_factory(kernel_tensor)
 
 
 def install() -> None:

@@ -85,10 +85,24 @@ class _TensorMeta(type):
     """Also makes `isinstance(x, pypto.Tensor)` true for the tensors of a kernel body: this layer cannot import
     the IR, so the language layer registers the IR's tensor class with `register_tensor_class`."""
     _kernel_tensor_classes: tuple = ()
+    _kernel_factory = None      # the language's local-tensor maker: pypto.Tensor(shape, dtype) in a kernel body
 
     def register_tensor_class(cls, klass: type) -> None:
         if klass not in _TensorMeta._kernel_tensor_classes:
             _TensorMeta._kernel_tensor_classes += (klass,)
+
+    def register_kernel_factory(cls, make) -> None:
+        """`make(shape, dtype, name, format)` -> a local tensor while a kernel is traced, else None."""
+        _TensorMeta._kernel_factory = make
+
+    def __call__(cls, *args, **kwargs):
+        # inside a kernel body the reference's `pypto.Tensor([2, 4], pypto.DT_INT32)` makes a local tensor
+        make = _TensorMeta._kernel_factory
+        if make is not None and cls is Tensor:
+            made = make(*args, **kwargs)
+            if made is not None:
+                return made
+        return super().__call__(*args, **kwargs)
 
     def __instancecheck__(cls, obj) -> bool:
         return type.__instancecheck__(cls, obj) or isinstance(obj, _TensorMeta._kernel_tensor_classes)

@@ -11,6 +11,8 @@ import torch.distributed as dist
 import pypto
 import pypto.distributed as D
 
+from .ring_kernels import ring_checks, ring_mismatch_check
+
 ROWS, COLS = 8, 16
 
 
@@ -206,7 +208,8 @@ def subgroup_session(rank, world):
     allreduce_kernel(x, whole, D.group_name(), world)
     gold_all = x.clone()
     dist.all_reduce(gold_all)
-    return group, (got, gold), (whole, gold_all)
+    rings = ring_checks(rank, world, [[[0, 2], [1, 3]], [[0, 1], [2, 3]]])   # (sharing this spawned world)
+    return group, (got, gold), (whole, gold_all), rings
 
 
 def failure_session(rank, world):
@@ -222,6 +225,7 @@ def failure_session(rank, world):
         out["deadlock"] = "no error"
     except Exception as e:
         out["deadlock"] = (type(e).__name__, str(e), time.monotonic() - t0, bool((keep == -5.0).all()))
+    out["ring"] = ring_mismatch_check(rank, world, x)
     try:
         sized_kernel(x, keep, group, world, ROWS + rank)
         out["digest"] = "no error"

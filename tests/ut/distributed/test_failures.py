@@ -24,6 +24,15 @@ def test_deadlock_digest_groups_and_hosts():
         assert f"on rank {rank} of group 'pypto:" in msg
         assert "timed out after 1.000 s" in msg
         assert "signal slot 0 (from pe " + str(rank) + "): expected == 1, last seen 0" in msg
+        if rank == 0:   # 6 executions of a create against the peer's 2: the 6th would reuse a slot in use
+            kind, msg, untouched = out["ring"]
+            assert kind == "KernelRuntimeError" and untouched
+            assert msg.startswith("kernel 'ring_mismatch_kernel': create_shmem_tensor (reusing a ring slot")
+            assert "timed out after 1.000 s" in msg
+            assert "waiting for rank 1 to enter execution 2 of shmem tensor #0" in msg
+            assert "expected >= 3, last seen 2; every rank must execute each create_shmem_tensor the same" in msg
+        else:
+            assert out["ring"] is None
         kind, msg = out["digest"]
         assert kind == "DistributedError"
         assert "kernel 'sized_kernel'" in msg and "allocate different shmem tensors" in msg

@@ -52,11 +52,16 @@ def test_atomic_add_contention():
     assert leftover_windows() == []
 
 
-def test_sub_groups():
+def test_sub_groups_and_fresh_shmem_per_execution():
+    """Sub-groups; and shmem tensors created in a loop body (or once per launch) get fresh, zeroed memory at each
+    execution: ADD all-reduces that never clear, cascaded over two sub-group splits (ring_kernels.py)."""
     results = run_ranks(subgroup_session, 4)
     names = [r[0] for r in results]
     assert names[0] == names[1] and names[2] == names[3] and names[0] != names[2]
-    for _, (got, gold), (whole, gold_all) in results:
+    for rank, (_, (got, gold), (whole, gold_all), rings) in enumerate(results):
         assert torch.equal(got, gold)
         assert torch.equal(whole, gold_all)
+        assert sorted(rings) == ["cascade #0", "cascade #1"] + [f"fresh #{c}" for c in range(6)]
+        for name, (got, gold) in rings.items():
+            assert torch.equal(got, gold), f"rank {rank}: {name}"
     assert leftover_windows() == []

@@ -670,13 +670,10 @@ def test_scaled_mm_errors_and_unsupported_modes():
         return [a, torch.zeros(64, 16, dtype=torch.float8_e4m3fn), torch.zeros(16, 1, 2, dtype=torch.float8_e8m0fnu),
                 torch.zeros(1, 16, 2, dtype=torch.float8_e8m0fnu), torch.full((16, 16), 3.0)]
     a = args()
-    _trace_error(make(pypto.DT_INT8), a, [a[-1]], "kernel 'k_smm'", "scaled_mm", "DT_INT8", "not supported yet",
-                 exc=pypto.UnsupportedFeatureError)
+    _trace_error(make(pypto.DT_INT8), a, [a[-1]], "kernel 'k_smm'", "scaled_mm", "DT_INT8 needs extend_params "
+                 "'scale' or 'scale_tensor'")
     _trace_error(make(pypto.DT_FP32, {"scale_tensor": 7}), a, [a[-1]], "kernel 'k_smm'", "scaled_mm",
-                 "'scale_tensor'", "not supported yet", exc=pypto.UnsupportedFeatureError)
-    a3 = args(rank3=True)
-    _trace_error(make(pypto.DT_FP32, rank3=True), a3, [a3[-1]], "kernel 'k_smm'", "scaled_mm", "rank 3",
-                 "not supported yet", exc=pypto.UnsupportedFeatureError)
+                 "'scale_tensor'", "must be a pypto tensor", "int 7")
     ai = args(a_td=torch.int8)
     _trace_error(make(pypto.DT_FP32, a_dt=pypto.DT_INT8), ai, [ai[-1]], "kernel 'k_smm'", "scaled_mm",
                  "DT_FP8E4M3 / DT_FP8E5M2", "int8")

@@ -244,12 +244,12 @@ def test_matmul_bias_broadcasts_like_torch():
 def test_matmul_extend_params_unknown_key_is_refused():
     @pypto.frontend.jit
     def bad_ext(a: pypto.Tensor([], F32), b: pypto.Tensor([], F32), out: pypto.Tensor([], F32)):
-        out[:] = pypto.matmul(a, b, extend_params={"scale": 2.0})
+        out[:] = pypto.matmul(a, b, extend_params={"scales": 2.0})
 
     out = torch.full((2, 2), 3.0)
     with pytest.raises(KernelTraceError) as e:
         bad_ext(torch.ones(2, 2), torch.ones(2, 2), out)
-    assert "bad_ext" in str(e.value) and "'scale'" in str(e.value) and "bias_tensor" in str(e.value)
+    assert "bad_ext" in str(e.value) and "'scales'" in str(e.value) and "bias_tensor" in str(e.value)
     torch.testing.assert_close(out, torch.full((2, 2), 3.0))
 
 

@@ -107,3 +107,9 @@ def test_enums_and_aliases():
 def test_not_supported_yet_names(call, name):
     with pytest.raises(UnsupportedFeatureError, match=rf"^{name} .*is not supported yet"):
         call()
+
+
+def test_verify_error_is_exported_as_in_the_reference():
+    # the reference's namespace carries it (star-imported from its operation modules); it is pypto.error's class
+    assert pypto.VerifyError is pypto.error.VerifyError
+    assert issubclass(pypto.VerifyError, pypto.error.PyptoGeneralError)

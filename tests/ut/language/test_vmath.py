@@ -1,5 +1,5 @@
 """The float functions of include/pypto/kernel_vmath.h (log log2 log10 log1p exp2 expm1 tanh erf sinh cosh asinh
-acosh atanh atan asin acos cbrt) through real
+acosh atanh atan asin acos cbrt sin cos tan) through real
 kernels: within their documented error bound of the fp64 result on a dense sample of each range (every float:
 benchmarks/vmath_ulp.cpp, docs/language.md), exact on the specials (signed zeros, infinities, NaNs, domain edges),
 the same bits in a vector lane and in a loop's scalar tail, fp16/bf16 within one ulp of torch (that their loops
@@ -33,6 +33,9 @@ FUNCS = {
     "asin": ((-1.0, 1.0), 2.95),
     "acos": ((-1.0, 1.0), 2.65),
     "cbrt": ((-3.4e38, 3.4e38), 0.75),
+    "sin": ((-3.4e38, 3.4e38), 1.6),
+    "cos": ((-3.4e38, 3.4e38), 1.6),
+    "tan": ((-3.4e38, 3.4e38), 3.2),
 }
 
 
@@ -160,4 +163,131 @@ def test_half_types_within_one_ulp_of_torch(fn, dt):
     spacing = torch.tensor(np.spacing(want[fin].float().abs().numpy()), dtype=torch.float64)
     ulp = {torch.bfloat16: 2.0 ** -7, torch.float16: 2.0 ** -10}[dt]
     tol = torch.maximum(want[fin].double().abs() * ulp, torch.full_like(spacing, finfo.smallest_normal * ulp))
+    assert ((out[fin].double() - want[fin].double()).abs() <= tol * 1.0001).all(), fn
+
+
+@pytest.mark.parametrize("fn", ["sin", "cos", "tan"])
+def test_trig_near_multiples_of_half_pi_and_at_huge_arguments(fn):
+    """The floats nearest k pi/2 (k < 2^17: the Cody-Waite reduction; from 2^20: the Payne-Hanek one, where the
+    result is most sensitive to the reduction's precision) and the floats around the powers of two up to 2^127:
+    within the bound of the fp64 result."""
+    k = np.arange(1, 1 << 17, dtype=np.float64)
+    near = np.float32(k * (np.pi / 2))
+    near = np.concatenate([near, np.nextafter(near, np.float32(np.inf)), np.nextafter(near, np.float32(0))])
+    big = np.float32(2.0) ** np.arange(-10, 128, dtype=np.float32)
+    big = np.concatenate([big, np.nextafter(big, np.float32(0)), -big * np.float32(0.75)])
+    x = torch.from_numpy(np.concatenate([near, big]).astype(np.float32))
+    out = torch.full_like(x, 7.0)
+    unary(x, out, fn=fn)
+    exact = _ref(fn, x)
+    fin = exact.float().isfinite() & (exact.float() != 0)
+    assert bool(fin.all())
+    err = _ulp_error(out, exact)
+    assert err.max().item() <= FUNCS[fn][1], (fn, err.max().item(), x[err.argmax()].item())
+
+
+# two-argument functions: bound in ulp of the fp64 result (benchmarks/vmath_ulp.cpp's pairs, docs/language.md)
+FUNCS2 = {"pow": 0.55, "atan2": 2.1, "hypot": 0.55}
+
+
+@pypto.frontend.jit
+def binary(a: F1, b: F1, out: F1, fn="pow"):
+    out[:] = getattr(pypto, fn)(a, b)
+
+
+def _second_args():
+    base = [0.5, 1.5, 2.5, 1.0 / 3, 0.1, 7.25, 10.0, 20.5, 33.0, 100.0, 1e-3, 1e4, 1e20, 1e-20]
+    v = np.array(list(range(-8, 9)) + base + [-b for b in base], dtype=np.float32)
+    nz = v[v != 0]
+    return np.concatenate([v, np.nextafter(nz, np.float32(0)), np.nextafter(nz, np.float32(np.inf))])
+
+
+def _pairs(fn):
+    a = _sample(-3.4e38, 3.4e38, 1 << 19).numpy()
+    b = _second_args()
+    x, y = np.repeat(a, len(b)), np.tile(b, len(a))
+    if fn != "pow":
+        x, y = np.concatenate([x, y]), np.concatenate([y, x])
+    return torch.from_numpy(x.copy()), torch.from_numpy(y.copy())
+
+
+@pytest.mark.parametrize("fn", list(FUNCS2))
+def test_two_argument_functions_within_their_bound(fn):
+    x, y = _pairs(fn)
+    out = torch.full_like(x, 7.0)
+    binary(x, y, out, fn=fn)
+    exact = getattr(torch, fn)(x.double(), y.double())
+    ef = exact.float()
+    assert torch.equal(torch.isnan(out), torch.isnan(ef)), fn
+    exact_vals = torch.isinf(ef) | (ef == 0)
+    assert torch.equal(out[exact_vals].view(torch.int32), ef[exact_vals].view(torch.int32)), fn
+    fin = torch.isfinite(ef) & (ef != 0)
+    err = _ulp_error(out[fin], exact[fin])
+    assert err.max().item() <= FUNCS2[fn], (fn, err.max().item(), x[fin][err.argmax()].item(),
+                                            y[fin][err.argmax()].item())
+
+
+SPECIAL2 = [0.0, -0.0, float("inf"), float("-inf"), float("nan"), 1.0, -1.0, 2.0, -2.0, 0.5, -0.5, 3.0, -3.0, 2.5,
+            -2.5, 1e-45, -1e-45, 3.4e38, -3.4e38, 16777217.0]
+
+
+@pytest.mark.parametrize("fn", list(FUNCS2))
+def test_two_argument_specials_are_torchs(fn):
+    """Every pair of the special values (signed zeros, infinities, NaN, +-1, odd and even integers, halves,
+    subnormals, the largest floats): torch's fp32 result exactly where it is NaN, a zero or an infinity (the IEEE
+    rules: pow(x, 0) = 1, pow(1, y) = 1, pow(-1, inf) = 1, negative x with an odd integer y, atan2's quadrants,
+    hypot(inf, nan) = inf), within the bound elsewhere."""
+    v = torch.tensor(SPECIAL2, dtype=torch.float32)
+    x, y = v.repeat_interleave(len(v)), v.repeat(len(v))
+    out = torch.full_like(x, 7.0)
+    binary(x, y, out, fn=fn)
+    want = getattr(torch, fn)(x, y)
+    exact = getattr(torch, fn)(x.double(), y.double())
+    assert torch.equal(torch.isnan(out), torch.isnan(want)), (fn, x[torch.isnan(out) != torch.isnan(want)])
+    ev = torch.isinf(want) | (want == 0)
+    assert torch.equal(out[ev].view(torch.int32), want[ev].view(torch.int32)), fn
+    fin = torch.isfinite(exact.float()) & (exact.float() != 0)
+    assert _ulp_error(out[fin], exact[fin]).max().item() <= FUNCS2[fn]
+
+
+@pytest.mark.parametrize("fn", list(FUNCS2))
+def test_two_argument_lanes_and_tail_agree(fn):
+    a = torch.cat([_sample(-3.4e38, 3.4e38, 1 << 24), torch.tensor(SPECIAL2)])
+    b = torch.from_numpy(_second_args())[: len(a)]
+    b = b.repeat(len(a) // len(b) + 1)[: len(a)]
+    x, y = a[:, None].expand(-1, 67).contiguous(), b[:, None].expand(-1, 67).contiguous()
+    B2 = F2
+
+    @pypto.frontend.jit
+    def binary_rows(p: B2, q: B2, out: B2, fn="pow"):
+        out[:] = getattr(pypto, fn)(p, q)
+
+    out = torch.full_like(x, 7.0)
+    binary_rows(x, y, out, fn=fn)
+    bits = out.view(torch.int32)
+    num = ~torch.isnan(out[:, 0])
+    assert torch.equal(bits[num], bits[num, :1].expand(-1, 67)), fn
+    assert torch.isnan(out[~num]).all()
+
+
+@pytest.mark.parametrize("dt", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("fn", list(FUNCS2))
+def test_two_argument_half_types_within_one_ulp_of_torch(fn, dt):
+    pdt = pypto.DT_BF16 if dt == torch.bfloat16 else pypto.DT_FP16
+    H1 = pypto.Tensor([pypto.DYNAMIC], pdt)
+
+    @pypto.frontend.jit
+    def half_binary(a: H1, b: H1, out: H1, fn="pow"):
+        out[:] = getattr(pypto, fn)(a, b)
+
+    a = torch.linspace(-8.0, 8.0, 161)
+    b = torch.tensor([-3.0, -2.0, -1.5, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0, 2.5, 3.0])
+    x, y = a.repeat_interleave(len(b)).to(dt), b.repeat(len(a)).to(dt)
+    out = torch.zeros_like(x)
+    half_binary(x, y, out, fn=fn)
+    want = getattr(torch, fn)(x.float(), y.float()).to(dt)
+    assert torch.equal(torch.isnan(out), torch.isnan(want)) and torch.equal(torch.isinf(out), torch.isinf(want))
+    fin = want.isfinite()
+    ulp = {torch.bfloat16: 2.0 ** -7, torch.float16: 2.0 ** -10}[dt]
+    tol = torch.clamp(want[fin].double().abs() * ulp, min=torch.finfo(dt).smallest_normal * ulp)
     assert ((out[fin].double() - want[fin].double()).abs() <= tol * 1.0001).all(), fn
