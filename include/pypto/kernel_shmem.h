@@ -191,58 +191,70 @@ static inline void sleep_on(int32_t* sleepers, int32_t* slot, int32_t expected, 
   __atomic_fetch_sub(sleepers, 1, __ATOMIC_SEQ_CST);
 }
 
+/* why a wait gave up: rank `dead` exited (dead >= 0), or the timeout passed */
+static inline void wait_why(char* why, size_t n, const PyptoShmemWindow* w, int dead, int64_t timeout) {
+  if (dead >= 0)
+    snprintf(why, n, "rank %d (pid %d) of the group exited", dead, (int)w->pid[dead]);
+  else
+    snprintf(why, n, "timed out after %.3f s (pypto.distributed.set_timeout)", timeout / 1e9);
+}
+
 static inline int wait_failed(PyptoLaunchContext* ctx, const PyptoShmemWindow* w, int dead, int64_t timeout,
                               int32_t expected, bool ge, int32_t seen, const char* kernel, const char* op,
                               int64_t slot_index, int64_t from_pe) {
-  char msg[768];
-  char why[160];
-  if (dead >= 0)
-    snprintf(why, sizeof why, "rank %d (pid %d) of the group exited", dead, (int)w->pid[dead]);
-  else
-    snprintf(why, sizeof why, "timed out after %.3f s (pypto.distributed.set_timeout)", timeout / 1e9);
+  char msg[768], why[160];
+  wait_why(why, sizeof why, w, dead, timeout);
   snprintf(msg, sizeof msg, "kernel '%s': %s on rank %d of group '%s': %s while waiting on signal slot "
            "%lld (from pe %lld): expected %s %d, last seen %d", kernel, op, w->rank, w->group, why,
            (long long)slot_index, (long long)from_pe, ge ? ">=" : "==", expected, seen);
   return pypto_rt::fail(ctx, msg);
 }
 
-/* Wait until grid[i] == expected (ge: >=): spin, yield, then sleep on the slot (woken by the
- * signal), waking every PYPTO_SHMEM_CHECK_NS to check the peers' processes, until the timeout. */
+/* The backoff every wait shares: spin for PYPTO_SHMEM_SPIN_NS, yield the core until PYPTO_SHMEM_YIELD_NS, then
+ * sleep(ns) (never past the next check) until ready(); every PYPTO_SHMEM_CHECK_NS the peers' processes are
+ * checked. Gives up with fail(dead rank or -1, timeout) when a peer has exited or after pypto_shmem_timeout_ns().
+ * ready() re-reads the awaited word (a capture keeps what it last saw for the message). */
+template <class Ready, class Sleep, class Fail>
+static inline int backoff_wait(const PyptoShmemWindow* w, Ready ready, Sleep sleep, Fail fail) {
+  if (__builtin_expect(ready(), 1)) return 0;
+  const int64_t t0 = now_ns();
+  for (uint32_t spin = 1;; ++spin) {
+    __builtin_ia32_pause();
+    if (ready()) return 0;
+    if ((spin & 15) == 0 && now_ns() - t0 > PYPTO_SHMEM_SPIN_NS) break;
+  }
+  while (now_ns() - t0 <= PYPTO_SHMEM_YIELD_NS) {
+    sched_yield();
+    if (ready()) return 0;
+  }
+  const int64_t timeout = pypto_shmem_timeout_ns();
+  int64_t next_check = t0 + PYPTO_SHMEM_CHECK_NS;
+  for (;;) {
+    const int64_t t = now_ns();
+    if (t >= next_check || t - t0 > timeout) {   /* a wake short of the awaited value sleeps on */
+      next_check = t + PYPTO_SHMEM_CHECK_NS;
+      const int dead = dead_peer(w);
+      if (dead >= 0 || t - t0 > timeout) return fail(dead, timeout);
+    }
+    const int64_t until = next_check < t0 + timeout ? next_check : t0 + timeout + 1;
+    sleep(until > t ? until - t : 1);
+    if (ready()) return 0;
+  }
+}
+
+/* Wait until grid[i] == expected (ge: >=), sleeping on the slot (woken by the signal) after the spin. */
 static inline int wait_for(PyptoLaunchContext* ctx, const PyptoShmemWindow* w, int32_t* grid, int64_t i,
                            int32_t expected, bool ge, const char* kernel, const char* op, int64_t slot_index,
                            int64_t from_pe) {
   int32_t* slot = grid + i;
-  int32_t seen = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
-  if (__builtin_expect(reached(seen, expected, ge), 1)) return 0;
-  const int64_t t0 = now_ns();
-  for (uint32_t spin = 1;; ++spin) {
-    __builtin_ia32_pause();
-    seen = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
-    if (reached(seen, expected, ge)) return 0;
-    if ((spin & 15) == 0 && now_ns() - t0 > PYPTO_SHMEM_SPIN_NS) break;
-  }
-  for (;;) {
-    if (now_ns() - t0 > PYPTO_SHMEM_YIELD_NS) break;
-    sched_yield();
-    seen = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
-    if (reached(seen, expected, ge)) return 0;
-  }
-  const int64_t timeout = pypto_shmem_timeout_ns();
   int32_t* sleepers = grid - PYPTO_SHMEM_SIG_HEADER + PYPTO_SHMEM_SLEEPERS;
-  int64_t next_check = t0 + PYPTO_SHMEM_CHECK_NS;
-  for (;;) {
-    const int64_t t = now_ns();
-    if (t >= next_check || t - t0 > timeout) {   /* a wake by a signal short of `expected` sleeps on */
-      next_check = t + PYPTO_SHMEM_CHECK_NS;
-      const int dead = dead_peer(w);
-      if (dead >= 0 || t - t0 > timeout)
+  int32_t seen = 0;
+  return backoff_wait(
+      w, [&] { return reached(seen = __atomic_load_n(slot, __ATOMIC_ACQUIRE), expected, ge); },
+      [&](int64_t ns) { sleep_on(sleepers, slot, expected, ge, ns); },
+      [&](int dead, int64_t timeout) {
         return wait_failed(ctx, w, dead, timeout, expected, ge, seen, kernel, op, slot_index, from_pe);
-    }
-    const int64_t until = next_check < t0 + timeout ? next_check : t0 + timeout + 1;
-    sleep_on(sleepers, slot, expected, ge, until > t ? until - t : 1);
-    seen = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
-    if (reached(seen, expected, ge)) return 0;
-  }
+      });
 }
 
 /* all ranks of the window: each rank bumps its epoch, stores it into slot [rank] of every peer's header, then
