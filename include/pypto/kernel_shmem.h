@@ -4,10 +4,11 @@
  * shared-memory segment per rank of a group, mapped into every rank: `base[p]` is rank p's segment as seen
  * from this process, so a remote tile is a plain pointer and puts/gets are loads and stores.
  * Part 2 (C++, kernels only): remote element stores with SET / atomic ADD (CAS loops for floating types),
- * int32 signals, and waits that spin with backoff and give up with an error naming kernel, rank, group, slot,
- * expected and last-seen value after pypto_shmem_timeout_ns(), or as soon as a peer process has exited.
- * Memory order: signals are release stores / read-modify-writes, waits acquire: data put before a signal is
- * visible to the rank that saw the signal.
+ * int32 signals, and waits that spin briefly, then sleep on a process-shared futex, and give up with an error
+ * naming kernel, rank, group, slot, expected and last-seen value after pypto_shmem_timeout_ns(), or within
+ * PYPTO_SHMEM_CHECK_NS of a peer process having exited.
+ * Memory order: signals are sequentially consistent stores / read-modify-writes, waits acquire: data put before
+ * a signal is visible to the rank that saw the signal.
  */
 #ifndef PYPTO_KERNEL_SHMEM_H_
 #define PYPTO_KERNEL_SHMEM_H_
@@ -55,6 +56,9 @@ PYPTO_SHMEM_API int64_t pypto_shmem_timeout_ns(void);
 #if defined(__cplusplus) && !defined(PYPTO_SHMEM_BUILDING)
 #include <errno.h>
 #include <sched.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <cstring>
@@ -115,12 +119,35 @@ inline void put_add<pypto_rt::bf16>(pypto_rt::bf16* p, pypto_rt::bf16 v) { cas_a
 template <>
 inline void put_add<bool>(bool* p, bool v) { if (v) __atomic_store_n(p, true, __ATOMIC_RELAXED); }
 
-/* signals ----------------------------------------------------------------------------------------------- */
-static inline void signal(int32_t* slot, int32_t v, bool add) {
+/* signals and waits ------------------------------------------------------------------------------------
+ * A waiter spins briefly (the peer is usually running on another core: a round trip is then well under a
+ * microsecond), then sleeps in the kernel on the slot's address (a process-shared futex), so that on a machine
+ * with more runnable processes than cores it gives its core to the peer it is waiting for instead of burning it.
+ * Header word PYPTO_SHMEM_SLEEPERS of each signal region counts the ranks asleep on any of its slots; a signal
+ * issues the wake syscall only when that count is non-zero, so a signal nobody sleeps on costs one load.
+ * Lost wake-ups are excluded by sequential consistency: the waiter publishes itself before re-reading the slot,
+ * the signaller writes the slot before reading the count, and FUTEX_WAIT itself re-checks the slot's value. */
+#define PYPTO_SHMEM_SLEEPERS (PYPTO_SHMEM_SIG_HEADER - 1) /* header index; barrier slots use [0, n_pes] */
+static_assert(PYPTO_SHMEM_MAX_PES + 1 < PYPTO_SHMEM_SLEEPERS, "signal header too small");
+/* Phases of a wait (measured on a loaded 2-core machine, put + signal + wait exchange: a 20 us spin cost 66 us
+ * per round, 2 us 5-16 us, 0.2 us 2-3 us: a spinning waiter holds the core its peer needs) */
+#define PYPTO_SHMEM_SPIN_NS 500LL         /* spin this long (a running peer answers well within it), */
+#define PYPTO_SHMEM_YIELD_NS 100000LL     /* then yield the core until this long, then sleep on the futex */
+#define PYPTO_SHMEM_CHECK_NS 20000000LL   /* a sleeper wakes this often to see whether a peer process is gone */
+
+static inline void futex_wake_all(int32_t* addr) {
+  syscall(SYS_futex, addr, FUTEX_WAKE, 0x7fffffff, (void*)0, (void*)0, 0);
+}
+
+/* grid: the region's signal grid (its header ends just before it); i: the slot */
+static inline void signal(int32_t* grid, int64_t i, int32_t v, bool add) {
+  int32_t* slot = grid + i;
   if (add)
-    __atomic_fetch_add(slot, v, __ATOMIC_RELEASE);
+    __atomic_fetch_add(slot, v, __ATOMIC_SEQ_CST);
   else
-    __atomic_store_n(slot, v, __ATOMIC_RELEASE);
+    __atomic_store_n(slot, v, __ATOMIC_SEQ_CST);
+  int32_t* sleepers = grid - PYPTO_SHMEM_SIG_HEADER + PYPTO_SHMEM_SLEEPERS;
+  if (__builtin_expect(__atomic_load_n(sleepers, __ATOMIC_SEQ_CST) != 0, 0)) futex_wake_all(slot);
 }
 
 static inline int64_t now_ns() {
@@ -151,45 +178,83 @@ static inline int dead_peer(const PyptoShmemWindow* w) {
   return -1;
 }
 
-/* Wait until *slot == expected (ge: >=). Backoff: spin, then yield, then sleep 20 us. */
-static inline int wait_for(PyptoLaunchContext* ctx, const PyptoShmemWindow* w, const int32_t* slot,
+static inline bool reached(int32_t seen, int32_t expected, bool ge) { return ge ? seen >= expected : seen == expected; }
+
+/* sleep on `slot` while it still reads `seen` (at most `ns`), counted in the region's sleepers word */
+static inline void sleep_on(int32_t* sleepers, int32_t* slot, int32_t expected, bool ge, int64_t ns) {
+  __atomic_fetch_add(sleepers, 1, __ATOMIC_SEQ_CST);
+  const int32_t seen = __atomic_load_n(slot, __ATOMIC_SEQ_CST);
+  if (!reached(seen, expected, ge)) {
+    struct timespec ts = {(time_t)(ns / 1000000000LL), (long)(ns % 1000000000LL)};
+    syscall(SYS_futex, slot, FUTEX_WAIT, seen, &ts, (void*)0, 0);   /* EAGAIN / EINTR / ETIMEDOUT: re-check */
+  }
+  __atomic_fetch_sub(sleepers, 1, __ATOMIC_SEQ_CST);
+}
+
+/* why a wait gave up: rank `dead` exited (dead >= 0), or the timeout passed */
+static inline void wait_why(char* why, size_t n, const PyptoShmemWindow* w, int dead, int64_t timeout) {
+  if (dead >= 0)
+    snprintf(why, n, "rank %d (pid %d) of the group exited", dead, (int)w->pid[dead]);
+  else
+    snprintf(why, n, "timed out after %.3f s (pypto.distributed.set_timeout)", timeout / 1e9);
+}
+
+static inline int wait_failed(PyptoLaunchContext* ctx, const PyptoShmemWindow* w, int dead, int64_t timeout,
+                              int32_t expected, bool ge, int32_t seen, const char* kernel, const char* op,
+                              int64_t slot_index, int64_t from_pe) {
+  char msg[768], why[160];
+  wait_why(why, sizeof why, w, dead, timeout);
+  snprintf(msg, sizeof msg, "kernel '%s': %s on rank %d of group '%s': %s while waiting on signal slot "
+           "%lld (from pe %lld): expected %s %d, last seen %d", kernel, op, w->rank, w->group, why,
+           (long long)slot_index, (long long)from_pe, ge ? ">=" : "==", expected, seen);
+  return pypto_rt::fail(ctx, msg);
+}
+
+/* The backoff every wait shares: spin for PYPTO_SHMEM_SPIN_NS, yield the core until PYPTO_SHMEM_YIELD_NS, then
+ * sleep(ns) (never past the next check) until ready(); every PYPTO_SHMEM_CHECK_NS the peers' processes are
+ * checked. Gives up with fail(dead rank or -1, timeout) when a peer has exited or after pypto_shmem_timeout_ns().
+ * ready() re-reads the awaited word (a capture keeps what it last saw for the message). */
+template <class Ready, class Sleep, class Fail>
+static inline int backoff_wait(const PyptoShmemWindow* w, Ready ready, Sleep sleep, Fail fail) {
+  if (__builtin_expect(ready(), 1)) return 0;
+  const int64_t t0 = now_ns();
+  for (uint32_t spin = 1;; ++spin) {
+    __builtin_ia32_pause();
+    if (ready()) return 0;
+    if ((spin & 15) == 0 && now_ns() - t0 > PYPTO_SHMEM_SPIN_NS) break;
+  }
+  while (now_ns() - t0 <= PYPTO_SHMEM_YIELD_NS) {
+    sched_yield();
+    if (ready()) return 0;
+  }
+  const int64_t timeout = pypto_shmem_timeout_ns();
+  int64_t next_check = t0 + PYPTO_SHMEM_CHECK_NS;
+  for (;;) {
+    const int64_t t = now_ns();
+    if (t >= next_check || t - t0 > timeout) {   /* a wake short of the awaited value sleeps on */
+      next_check = t + PYPTO_SHMEM_CHECK_NS;
+      const int dead = dead_peer(w);
+      if (dead >= 0 || t - t0 > timeout) return fail(dead, timeout);
+    }
+    const int64_t until = next_check < t0 + timeout ? next_check : t0 + timeout + 1;
+    sleep(until > t ? until - t : 1);
+    if (ready()) return 0;
+  }
+}
+
+/* Wait until grid[i] == expected (ge: >=), sleeping on the slot (woken by the signal) after the spin. */
+static inline int wait_for(PyptoLaunchContext* ctx, const PyptoShmemWindow* w, int32_t* grid, int64_t i,
                            int32_t expected, bool ge, const char* kernel, const char* op, int64_t slot_index,
                            int64_t from_pe) {
-  int32_t seen = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
-  if (ge ? seen >= expected : seen == expected) return 0;
-  const int64_t timeout = pypto_shmem_timeout_ns();
-  const int64_t t0 = now_ns();
-  int64_t next_check = t0 + 20000000LL;
-  for (uint64_t spin = 0;; ++spin) {
-    seen = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
-    if (ge ? seen >= expected : seen == expected) return 0;
-    if (spin < 256) {
-      __builtin_ia32_pause();
-      continue;
-    }
-    if (spin < 2048) {
-      sched_yield();
-      continue;
-    }
-    struct timespec ts = {0, 20000};
-    nanosleep(&ts, 0);
-    const int64_t t = now_ns();
-    if (t < next_check) continue;
-    next_check = t + 20000000LL;
-    const int dead = dead_peer(w);
-    if (dead >= 0 || t - t0 > timeout) {
-      char msg[768];
-      char why[160];
-      if (dead >= 0)
-        snprintf(why, sizeof why, "rank %d (pid %d) of the group exited", dead, (int)w->pid[dead]);
-      else
-        snprintf(why, sizeof why, "timed out after %.3f s (pypto.distributed.set_timeout)", timeout / 1e9);
-      snprintf(msg, sizeof msg, "kernel '%s': %s on rank %d of group '%s': %s while waiting on signal slot "
-               "%lld (from pe %lld): expected %s %d, last seen %d", kernel, op, w->rank, w->group, why,
-               (long long)slot_index, (long long)from_pe, ge ? ">=" : "==", expected, seen);
-      return pypto_rt::fail(ctx, msg);
-    }
-  }
+  int32_t* slot = grid + i;
+  int32_t* sleepers = grid - PYPTO_SHMEM_SIG_HEADER + PYPTO_SHMEM_SLEEPERS;
+  int32_t seen = 0;
+  return backoff_wait(
+      w, [&] { return reached(seen = __atomic_load_n(slot, __ATOMIC_ACQUIRE), expected, ge); },
+      [&](int64_t ns) { sleep_on(sleepers, slot, expected, ge, ns); },
+      [&](int dead, int64_t timeout) {
+        return wait_failed(ctx, w, dead, timeout, expected, ge, seen, kernel, op, slot_index, from_pe);
+      });
 }
 
 /* all ranks of the window: each rank bumps its epoch, stores it into slot [rank] of every peer's header, then
@@ -200,9 +265,12 @@ static inline int barrier(PyptoLaunchContext* ctx, const PyptoShmemWindow* w, in
   const int32_t epoch = mine[w->n_pes] + 1;
   mine[w->n_pes] = epoch;
   for (int p = 0; p < w->n_pes; ++p)
-    __atomic_store_n((int32_t*)(w->base[p] + sig_off) + w->rank, epoch, __ATOMIC_RELEASE);
+    signal((int32_t*)(w->base[p] + sig_off) + PYPTO_SHMEM_SIG_HEADER, w->rank - PYPTO_SHMEM_SIG_HEADER, epoch,
+           false);
   for (int q = 0; q < w->n_pes; ++q)
-    if (wait_for(ctx, w, mine + q, epoch, true, kernel, "shmem_barrier_all", q, q)) return 1;
+    if (wait_for(ctx, w, mine + PYPTO_SHMEM_SIG_HEADER, q - PYPTO_SHMEM_SIG_HEADER, epoch, true, kernel,
+                 "shmem_barrier_all", q, q))
+      return 1;
   return 0;
 }
 

@@ -29,44 +29,26 @@
 namespace pypto_shmem {
 
 /* Wait until rank `pe` has entered at least `want` executions of shmem tensor `alloc` (its header word `word`).
- * Rare (only when a slot is reused while a peer lags), so a plain backoff: spin, yield, then 20 us sleeps; every
- * 20 ms the peers' processes are checked; bounded by pypto_shmem_timeout_ns(). Kept apart from wait_for, whose
- * signal-slot protocol this header word does not follow. */
+ * Rare (only when a slot is reused while a peer lags), and the owner's store of that word wakes nobody, so after
+ * the shared spin and yield this wait sleeps in steps of at most 20 us; bounded like every wait (backoff_wait). */
 static inline int ring_wait(PyptoLaunchContext* ctx, const PyptoShmemWindow* w, const int32_t* word,
                             int32_t want, const char* kernel, const char* op, int64_t alloc, int64_t pe) {
-  const int64_t timeout = pypto_shmem_timeout_ns();
-  const int64_t t0 = now_ns();
-  int64_t next_check = t0 + 20000000LL;
-  for (uint64_t spin = 0;; ++spin) {
-    const int32_t seen = __atomic_load_n(word, __ATOMIC_ACQUIRE);
-    if (seen >= want) return 0;
-    if (spin < 256) {
-      __builtin_ia32_pause();
-      continue;
-    }
-    if (spin < 2048) {
-      sched_yield();
-      continue;
-    }
-    struct timespec ts = {0, 20000};
-    nanosleep(&ts, 0);
-    const int64_t t = now_ns();
-    if (t < next_check) continue;
-    next_check = t + 20000000LL;
-    const int dead = dead_peer(w);
-    if (dead >= 0 || t - t0 > timeout) {
-      char msg[768], why[160];
-      if (dead >= 0)
-        snprintf(why, sizeof why, "rank %d (pid %d) of the group exited", dead, (int)w->pid[dead]);
-      else
-        snprintf(why, sizeof why, "timed out after %.3f s (pypto.distributed.set_timeout)", timeout / 1e9);
-      snprintf(msg, sizeof msg, "kernel '%s': %s on rank %d of group '%s': %s while waiting for rank %lld to "
-               "enter execution %d of shmem tensor #%lld (its count of entered executions: expected >= %d, last "
-               "seen %d; every rank must execute each create_shmem_tensor the same number of times)", kernel, op,
-               w->rank, w->group, why, (long long)pe, want - 1, (long long)alloc, want, seen);
-      return pypto_rt::fail(ctx, msg);
-    }
-  }
+  int32_t seen = 0;
+  return backoff_wait(
+      w, [&] { return (seen = __atomic_load_n(word, __ATOMIC_ACQUIRE)) >= want; },
+      [](int64_t ns) {
+        struct timespec ts = {0, (long)(ns < 20000 ? ns : 20000)};
+        nanosleep(&ts, 0);
+      },
+      [&](int dead, int64_t timeout) {
+        char msg[768], why[160];
+        wait_why(why, sizeof why, w, dead, timeout);
+        snprintf(msg, sizeof msg, "kernel '%s': %s on rank %d of group '%s': %s while waiting for rank %lld to "
+                 "enter execution %d of shmem tensor #%lld (its count of entered executions: expected >= %d, "
+                 "last seen %d; every rank must execute each create_shmem_tensor the same number of times)",
+                 kernel, op, w->rank, w->group, why, (long long)pe, want - 1, (long long)alloc, want, seen);
+        return pypto_rt::fail(ctx, msg);
+      });
 }
 
 /* Execution number and slot byte offset of the next execution of a shmem tensor's create (zeroed, ready). */

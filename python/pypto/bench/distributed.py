@@ -1,18 +1,25 @@
-"""python -m pypto.bench --distributed: a one-shot all-reduce kernel against torch.distributed.all_reduce (gloo)
+"""python -m pypto.bench --distributed: one-shot all-reduce kernels against torch.distributed.all_reduce (gloo)
 on the same tensors, 4 KiB to 64 MiB, on 2 and 4 ranks of this host; plus the latency of a put + signal + wait
 exchange between two ranks.
 
-The all-reduce kernel is the deterministic one-shot form: each rank SETs its tensor into its own window, a
-barrier, then every rank reads the world's tiles straight from the peers' windows and sums them in rank order
-(bit-identical on every rank, and equal to a fixed-order sum), then a barrier so that no rank overwrites a tile
-still being read. gloo moves the same bytes over loopback TCP. Times: wall time of rank 0 from a
-torch.distributed barrier to the end of the call, median of the repetitions; GB/s = tensor bytes / time (the
-"algorithm bandwidth" of nccl-tests). One process per rank: on a loaded machine the figures are noisy; the
-ratio of the two columns, measured interleaved in one run, is the figure to read.
+Two one-shot kernels, both deterministic (every rank sums the world's tiles in rank order: bit-identical on
+every rank and equal to a fixed-order sum), written with the reference's ops:
+- `ring_allreduce` (pipelined): each rank SETs tile j of its tensor into slot j % R of a small ring in its own
+  window and signals every rank; a rank sums tile j - L of every rank as soon as it is signalled and hands the
+  slot back with a signal to its owner. The ring (R tiles of 64 KiB) stays in cache, so memory traffic is the
+  tensor read once and the result written once; but every tile is a meeting point of all ranks.
+- `twophase_allreduce`: each rank SETs its whole tensor into its window, a barrier, every rank reads the world's
+  tiles from the peers' windows and sums them, a barrier. Two meeting points per call, but the whole tensor
+  goes through the windows (more memory traffic): better when the ranks do not each have a core.
+gloo moves the same bytes over loopback TCP. Times: wall time of rank 0 from a torch.distributed barrier to the
+end of the call, median of the repetitions, the three interleaved; GB/s = tensor bytes / time (the "algorithm
+bandwidth" of nccl-tests). CPU ms: rank 0's process CPU time per call (all threads; gloo's socket copies count):
+the cost of the work itself, less sensitive than wall time to how many other processes share the cores.
 """
 from __future__ import annotations
 
 import datetime
+import os
 import socket
 import statistics
 import time
@@ -28,9 +35,58 @@ SIZES = (4 << 10, 64 << 10, 1 << 20, 16 << 20, 64 << 20)
 COLS = 256
 
 
+RING_ROWS, RING_SLOTS, RING_AHEAD = 64, 32, 16   # 64 KiB tiles, a 2 MiB ring, 1 MiB in flight per rank
+
+
 @pypto.frontend.jit
-def oneshot_allreduce(x: pypto.Tensor([pypto.STATIC, pypto.STATIC], pypto.DT_FP32),
-                      out: pypto.Tensor([pypto.STATIC, pypto.STATIC], pypto.DT_FP32), group, world):
+def ring_allreduce(x: pypto.Tensor([pypto.STATIC, pypto.STATIC], pypto.DT_FP32),
+                   out: pypto.Tensor([pypto.STATIC, pypto.STATIC], pypto.DT_FP32), group, world):
+    rows, cols = x.shape
+    t = min(rows, RING_ROWS)
+    n = rows // t
+    r = min(RING_SLOTS, n)
+    ahead = min(RING_AHEAD, r - 1) if n > r else n      # slot j % r is reused only after every rank read it
+    pypto.set_vec_tile_shapes(t, cols)
+    ring = D.create_shmem_tensor(group, world, pypto.DT_FP32, [r * t, cols])
+    free = D.create_shmem_tensor(group, world, pypto.DT_INT32, [r, 1])   # slot [reader][s]: s read by reader
+    me = D.my_symbolic_pe(group)
+    add = pypto.AtomicType.ADD
+    for s in pypto.loop(r):                           # every slot starts free for every reader
+        for q in range(world):
+            D.shmem_signal(free, q, 1, [1, 1], [s, 0], target_pe=me, sig_op=add)
+
+    def produce(j):
+        s = j % r
+        for q in range(world):
+            D.shmem_wait_until(free, q, 1, [1, 1], [s, 0], clear_signal=True)
+        D.shmem_put(pypto.view(x, [t, cols], [j * t, 0]), [s * t, 0], ring, me)
+        D.shmem_signal(ring, me, 1, [t, cols], [s * t, 0], target_pe=-1, sig_op=add)
+
+    def consume(j):
+        s = j % r
+        acc = None
+        for pe in range(world):                       # rank order: the same sum on every rank
+            D.shmem_wait_until(ring, pe, 1, [t, cols], [s * t, 0], clear_signal=True)
+            tile = D.shmem_get(ring, pe, [t, cols], [s * t, 0])
+            D.shmem_signal(free, me, 1, [1, 1], [s, 0], target_pe=pe, sig_op=add)
+            acc = tile if acc is None else acc + tile
+        out[j * t:(j + 1) * t, :] = acc
+
+    for j in pypto.loop(ahead):
+        produce(j)
+    if n > ahead:
+        for j in pypto.loop(ahead, n):
+            produce(j)
+            consume(j - ahead)
+    for j in pypto.loop(n - ahead, n):
+        consume(j)
+    for q in range(world):      # every reader has handed every slot back: signals at rest, no barrier needed
+        D.shmem_wait_until(free, q, 1, [r, 1], [0, 0], clear_signal=True)
+
+
+@pypto.frontend.jit
+def twophase_allreduce(x: pypto.Tensor([pypto.STATIC, pypto.STATIC], pypto.DT_FP32),
+                       out: pypto.Tensor([pypto.STATIC, pypto.STATIC], pypto.DT_FP32), group, world):
     rows, cols = x.shape
     t = min(rows, 16)                  # row tiles of <= 16 KiB: the gets and sums stay in stack buffers
     pypto.set_vec_tile_shapes(t, cols)
@@ -64,42 +120,55 @@ def exchange(x: pypto.Tensor([1, 16], pypto.DT_FP32), out: pypto.Tensor([1, 16],
     D.shmem_barrier_all(sig)
 
 
-def _timed(fn, reps: int) -> float:
-    ts = []
+def _timed(fn, reps: int) -> tuple:
+    """(median wall seconds, median process CPU seconds) of `reps` calls, each started from a dist.barrier()"""
+    ts, cs = [], []
     for _ in range(reps):
         dist.barrier()
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         fn()
         ts.append(time.perf_counter() - t0)
-    return statistics.median(ts)
+        cs.append(time.process_time() - c0)
+    return statistics.median(ts), statistics.median(cs)
 
 
 def _reps(nbytes: int) -> int:
     return max(3, min(30, (256 << 20) // max(nbytes, 1) // 8))
 
 
+KERNELS = (("ring", ring_allreduce), ("twophase", twophase_allreduce))
+
+
+def _size_row(rank, world, group, nbytes):
+    n = nbytes // 4
+    x = torch.randn(max(n // COLS, 1), min(n, COLS), generator=torch.Generator().manual_seed(rank))
+    out = torch.empty_like(x)
+    gold = x.clone()
+    dist.all_reduce(gold)
+    ok = True
+    for _, k in KERNELS:                              # build + windows (collective), then check
+        out.fill_(float("nan"))
+        k(x, out, group, world)
+        ok = ok and torch.allclose(out, gold, rtol=1e-5, atol=1e-5)
+    reps = _reps(nbytes)
+    best = {}
+    for _ in range(2):                                 # interleaved: gloo, then each kernel, twice
+        y = x.clone()
+        fns = [("gloo", lambda: dist.all_reduce(y))]
+        fns += [(name, (lambda k=k: k(x, out, group, world))) for name, k in KERNELS]
+        for name, fn in fns:
+            best[name] = min(best.get(name, (float("inf"), 0.0)), _timed(fn, reps))
+    return nbytes, best, ok
+
+
 def _rank(rank, world, port, sizes, queue):
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
                             timeout=datetime.timedelta(seconds=300))
     try:
+        torch.set_num_threads(1)                       # one thread per rank, as gloo's compute
         D.set_timeout(30.0)
         group = D.group_name()
-        rows = []
-        for nbytes in sizes:
-            n = nbytes // 4
-            x = torch.randn(max(n // COLS, 1), min(n, COLS), generator=torch.Generator().manual_seed(rank))
-            out = torch.empty_like(x)
-            oneshot_allreduce(x, out, group, world)           # build + windows (collective), check
-            gold = x.clone()
-            dist.all_reduce(gold)
-            ok = torch.allclose(out, gold, rtol=1e-5, atol=1e-5)
-            reps = _reps(nbytes)
-            t_gloo = t_pp = float("inf")
-            for _ in range(2):                                 # interleaved
-                y = x.clone()
-                t_gloo = min(t_gloo, _timed(lambda: dist.all_reduce(y), reps))
-                t_pp = min(t_pp, _timed(lambda: oneshot_allreduce(x, out, group, world), reps))
-            rows.append((nbytes, t_pp, t_gloo, ok))
+        rows = [_size_row(rank, world, group, nbytes) for nbytes in sizes]
         lat = None
         if world == 2:
             pair = group
@@ -107,7 +176,7 @@ def _rank(rank, world, port, sizes, queue):
             out = torch.empty(1, 16)
             exchange(x, out, pair, 10)
             n = 2000
-            t = _timed(lambda: exchange(x, out, pair, n), 5)
+            t, _ = _timed(lambda: exchange(x, out, pair, n), 5)
             lat = (t / n, bool((out == 1 - rank).all()))
         if rank == 0:
             queue.put((world, rows, lat))
@@ -151,17 +220,22 @@ def run(worlds=(2, 4), sizes=SIZES) -> list:
 def main(args) -> None:
     sizes = tuple(int(s) << 10 for s in args.dist_kib) if args.dist_kib else SIZES
     worlds = tuple(args.dist_world) if args.dist_world else (2, 4)
-    print("one-shot all-reduce (pypto shmem kernel) vs torch.distributed.all_reduce (gloo), fp32, this host")
-    print(f"{'ranks':>5} {'size':>8} {'pypto ms':>10} {'gloo ms':>10} {'pypto GB/s':>11} {'gloo GB/s':>10} "
-          f"{'speedup':>8} {'check':>6}")
+    print("one-shot all-reduce (pypto shmem kernels: ring = pipelined, 2-phase = barriers) vs "
+          "torch.distributed.all_reduce (gloo), fp32, this host")
+    print(f"cores: {os.cpu_count()}, load average before: {os.getloadavg()[0]:.1f} (one process per rank)")
+    print(f"{'ranks':>5} {'size':>8} {'ring ms':>9} {'2-phase ms':>10} {'gloo ms':>9} {'ring GB/s':>9} "
+          f"{'gloo GB/s':>9} {'speedup':>8} {'ring cpu ms':>11} {'gloo cpu ms':>11} {'check':>6}")
     for world, rows, lat in run(worlds, sizes):
-        for nbytes, t_pp, t_gloo, ok in rows:
-            print(f"{world:>5} {_fmt_size(nbytes):>8} {t_pp * 1e3:>10.3f} {t_gloo * 1e3:>10.3f} "
-                  f"{nbytes / t_pp / 1e9:>11.2f} {nbytes / t_gloo / 1e9:>10.2f} {t_gloo / t_pp:>7.1f}x "
+        for nbytes, best, ok in rows:
+            ring, two, gloo = best["ring"], best["twophase"], best["gloo"]
+            print(f"{world:>5} {_fmt_size(nbytes):>8} {ring[0] * 1e3:>9.3f} {two[0] * 1e3:>10.3f} "
+                  f"{gloo[0] * 1e3:>9.3f} {nbytes / ring[0] / 1e9:>9.2f} {nbytes / gloo[0] / 1e9:>9.2f} "
+                  f"{gloo[0] / min(ring[0], two[0]):>7.1f}x {ring[1] * 1e3:>11.3f} {gloo[1] * 1e3:>11.3f} "
                   f"{'ok' if ok else 'WRONG':>6}")
         if lat is not None:
             print(f"put + signal + wait exchange between 2 ranks: {lat[0] * 1e6:.2f} us per round "
                   f"({'ok' if lat[1] else 'WRONG'}; 64-byte tile, median of 5 kernels of 2000 rounds)")
+    print(f"load average after: {os.getloadavg()[0]:.1f}; speedup = gloo ms / the faster pypto kernel's ms")
 
 
 __all__ = ["main", "run"]

@@ -133,7 +133,7 @@ class ShmemEmitter:
         grid = self._grid(a, w, tgt)
         slot, opened = self._tiles(op, a, "shmem_signal", src_pe)
         add = "true" if at["add"] else "false"
-        self.line(f"pypto_shmem::signal({grid} + {slot}, (int32_t)({S.to_cpp(at['value'])}), {add});")
+        self.line(f"pypto_shmem::signal({grid}, {slot}, (int32_t)({S.to_cpp(at['value'])}), {add});")
         self.close(opened + (1 if at["target"] is None else 0))
 
     def op_shmem_wait(self, op: Op):
@@ -150,7 +150,7 @@ class ShmemEmitter:
         ge = "true" if at["clear"] else "false"
         v = self.fresh("want")
         self.line(f"const int32_t {v} = (int32_t)({S.to_cpp(at['value'])});")
-        self.line(f"if (pypto_shmem::wait_for(ctx, {w}, {grid} + {s}, {v}, {ge}, "
+        self.line(f"if (pypto_shmem::wait_for(ctx, {w}, {grid}, {s}, {v}, {ge}, "
                   f"{self._kn}, \"shmem_wait_until\", {s} - {src_pe} * {a.ntiles()}, {src_pe})) return 1;")
         if at["clear"]:
             self.line(f"__atomic_fetch_sub({grid} + {s}, {v}, __ATOMIC_ACQ_REL);")

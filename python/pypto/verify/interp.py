@@ -393,6 +393,10 @@ def interpret(kernel: Kernel, tensors, scalars=()) -> list:
     """Run `kernel` on copies of `tensors` (torch tensors / numpy arrays, ABI order) with `scalars`; returns
     the copies after the run. Raises KernelRuntimeError for a failed run-time check, UnsupportedOp for IR the
     interpreter does not know."""
+    if kernel.shmem is not None:
+        # one process's interpreter cannot see the other ranks' windows nor take part in their signals
+        raise UnsupportedOp(f"the multi-rank shmem ops of kernel '{kernel.name}' (pypto.distributed: only the "
+                            f"compiled kernel runs them; its stage is compared against set_verify_golden_data)")
     copies = []
     for t in tensors:
         tt = t if isinstance(t, torch.Tensor) else torch.from_numpy(t)
