@@ -2,12 +2,16 @@
 on the same tensors, 4 KiB to 64 MiB, on 2 and 4 ranks of this host; plus the latency of a put + signal + wait
 exchange between two ranks.
 
-Two one-shot kernels, both deterministic (every rank sums the world's tiles in rank order: bit-identical on
+Three one-shot kernels, all deterministic (every rank sums the world's tiles in rank order: bit-identical on
 every rank and equal to a fixed-order sum), written with the reference's ops:
 - `ring_allreduce` (pipelined): each rank SETs tile j of its tensor into slot j % R of a small ring in its own
   window and signals every rank; a rank sums tile j - L of every rank as soon as it is signalled and hands the
   slot back with a signal to its owner. The ring (R tiles of 64 KiB) stays in cache, so memory traffic is the
   tensor read once and the result written once; but every tile is a meeting point of all ranks.
+- `rsag_allreduce`: each rank SETs its whole tensor into its window, a barrier, rank p sums slice p (rows/world
+  rows) of every rank's window in rank order into a second window, a barrier, every rank copies the world's reduced
+  slices into its output. Each rank reads the world's data once in all (not the whole world's tensors as the
+  two-phase kernel does): the least memory traffic of the three, so the fastest when the ranks share few cores.
 - `twophase_allreduce`: each rank SETs its whole tensor into its window, a barrier, every rank reads the world's
   tiles from the peers' windows and sums them, a barrier. Two meeting points per call, but the whole tensor
   goes through the windows (more memory traffic): better when the ranks do not each have a core.
@@ -19,6 +23,7 @@ the cost of the work itself, less sensitive than wall time to how many other pro
 from __future__ import annotations
 
 import datetime
+import math
 import os
 import socket
 import statistics
@@ -42,7 +47,7 @@ RING_ROWS, RING_SLOTS, RING_AHEAD = 64, 32, 16   # 64 KiB tiles, a 2 MiB ring, 1
 def ring_allreduce(x: pypto.Tensor([pypto.STATIC, pypto.STATIC], pypto.DT_FP32),
                    out: pypto.Tensor([pypto.STATIC, pypto.STATIC], pypto.DT_FP32), group, world):
     rows, cols = x.shape
-    t = min(rows, RING_ROWS)
+    t = math.gcd(rows, RING_ROWS)                      # tiles of <= 64 KiB that cover the rows
     n = rows // t
     r = min(RING_SLOTS, n)
     ahead = min(RING_AHEAD, r - 1) if n > r else n      # slot j % r is reused only after every rank read it
@@ -88,7 +93,7 @@ def ring_allreduce(x: pypto.Tensor([pypto.STATIC, pypto.STATIC], pypto.DT_FP32),
 def twophase_allreduce(x: pypto.Tensor([pypto.STATIC, pypto.STATIC], pypto.DT_FP32),
                        out: pypto.Tensor([pypto.STATIC, pypto.STATIC], pypto.DT_FP32), group, world):
     rows, cols = x.shape
-    t = min(rows, 16)                  # row tiles of <= 16 KiB: the gets and sums stay in stack buffers
+    t = math.gcd(rows, 16)             # row tiles of <= 16 KiB: the gets and sums stay in stack buffers
     pypto.set_vec_tile_shapes(t, cols)
     sh = D.create_shmem_tensor(group, world, pypto.DT_FP32, [rows, cols])
     sig = D.create_shmem_signal(group, world)
@@ -101,6 +106,40 @@ def twophase_allreduce(x: pypto.Tensor([pypto.STATIC, pypto.STATIC], pypto.DT_FP
         for pe in range(1, world):
             acc = acc + D.shmem_get(sh, pe, [t, cols], [i * t, 0])
         out[i * t:(i + 1) * t, :] = acc
+    D.shmem_barrier_all(sig)
+
+
+@pypto.frontend.jit
+def rsag_allreduce(x: pypto.Tensor([pypto.STATIC, pypto.STATIC], pypto.DT_FP32),
+                   out: pypto.Tensor([pypto.STATIC, pypto.STATIC], pypto.DT_FP32), group, world):
+    rows, cols = x.shape
+    part = rows // world if rows % world == 0 else rows    # rows of the slice each rank reduces
+    t = math.gcd(part, 16)                             # row tiles of <= 16 KiB that cover the slice
+    pypto.set_vec_tile_shapes(t, cols)
+    sh = D.create_shmem_tensor(group, world, pypto.DT_FP32, [rows, cols])
+    red = D.create_shmem_tensor(group, world, pypto.DT_FP32, [part, cols])
+    sig = D.create_shmem_signal(group, world)
+    me = D.my_symbolic_pe(group)
+    for i in pypto.loop(rows // t):
+        D.shmem_put(pypto.view(x, [t, cols], [i * t, 0]), [i * t, 0], sh, me)
+    D.shmem_barrier_all(sig)
+    if part == rows:                                   # rows not divisible by the world: one-shot
+        for i in pypto.loop(rows // t):
+            acc = D.shmem_get(sh, 0, [t, cols], [i * t, 0])
+            for pe in range(1, world):
+                acc = acc + D.shmem_get(sh, pe, [t, cols], [i * t, 0])
+            out[i * t:(i + 1) * t, :] = acc
+    else:
+        for i in pypto.loop(part // t):                # reduce-scatter: my slice, rank order
+            r0 = me * part + i * t
+            acc = D.shmem_get(sh, 0, [t, cols], [r0, 0])
+            for pe in range(1, world):
+                acc = acc + D.shmem_get(sh, pe, [t, cols], [r0, 0])
+            D.shmem_put(acc, [i * t, 0], red, me)
+        D.shmem_barrier_all(sig)
+        for pe in range(world):                        # all-gather: every rank's reduced slice
+            for i in pypto.loop(part // t):
+                out[pe * part + i * t:pe * part + (i + 1) * t, :] = D.shmem_get(red, pe, [t, cols], [i * t, 0])
     D.shmem_barrier_all(sig)
 
 
@@ -136,7 +175,7 @@ def _reps(nbytes: int) -> int:
     return max(3, min(30, (256 << 20) // max(nbytes, 1) // 8))
 
 
-KERNELS = (("ring", ring_allreduce), ("twophase", twophase_allreduce))
+KERNELS = (("ring", ring_allreduce), ("twophase", twophase_allreduce), ("rsag", rsag_allreduce))
 
 
 def _size_row(rank, world, group, nbytes):
@@ -220,18 +259,20 @@ def run(worlds=(2, 4), sizes=SIZES) -> list:
 def main(args) -> None:
     sizes = tuple(int(s) << 10 for s in args.dist_kib) if args.dist_kib else SIZES
     worlds = tuple(args.dist_world) if args.dist_world else (2, 4)
-    print("one-shot all-reduce (pypto shmem kernels: ring = pipelined, 2-phase = barriers) vs "
+    print("one-shot all-reduce (pypto shmem kernels: ring = pipelined, 2-phase = barriers, rs+ag = reduce-scatter + "
+          "all-gather through the windows) vs "
           "torch.distributed.all_reduce (gloo), fp32, this host")
     print(f"cores: {os.cpu_count()}, load average before: {os.getloadavg()[0]:.1f} (one process per rank)")
-    print(f"{'ranks':>5} {'size':>8} {'ring ms':>9} {'2-phase ms':>10} {'gloo ms':>9} {'ring GB/s':>9} "
-          f"{'gloo GB/s':>9} {'speedup':>8} {'ring cpu ms':>11} {'gloo cpu ms':>11} {'check':>6}")
+    print(f"{'ranks':>5} {'size':>8} {'ring ms':>9} {'2-phase ms':>10} {'rs+ag ms':>9} {'gloo ms':>9} "
+          f"{'best GB/s':>9} {'gloo GB/s':>9} {'speedup':>8} {'best cpu ms':>11} {'gloo cpu ms':>11} {'check':>6}")
     for world, rows, lat in run(worlds, sizes):
         for nbytes, best, ok in rows:
-            ring, two, gloo = best["ring"], best["twophase"], best["gloo"]
-            print(f"{world:>5} {_fmt_size(nbytes):>8} {ring[0] * 1e3:>9.3f} {two[0] * 1e3:>10.3f} "
-                  f"{gloo[0] * 1e3:>9.3f} {nbytes / ring[0] / 1e9:>9.2f} {nbytes / gloo[0] / 1e9:>9.2f} "
-                  f"{gloo[0] / min(ring[0], two[0]):>7.1f}x {ring[1] * 1e3:>11.3f} {gloo[1] * 1e3:>11.3f} "
-                  f"{'ok' if ok else 'WRONG':>6}")
+            gloo = best["gloo"]
+            fast = min((best[name] for name, _ in KERNELS), key=lambda b: b[0])
+            print(f"{world:>5} {_fmt_size(nbytes):>8} {best['ring'][0] * 1e3:>9.3f} {best['twophase'][0] * 1e3:>10.3f} "
+                  f"{best['rsag'][0] * 1e3:>9.3f} {gloo[0] * 1e3:>9.3f} {nbytes / fast[0] / 1e9:>9.2f} "
+                  f"{nbytes / gloo[0] / 1e9:>9.2f} {gloo[0] / fast[0]:>7.1f}x {fast[1] * 1e3:>11.3f} "
+                  f"{gloo[1] * 1e3:>11.3f} {'ok' if ok else 'WRONG':>6}")
         if lat is not None:
             print(f"put + signal + wait exchange between 2 ranks: {lat[0] * 1e6:.2f} us per round "
                   f"({'ok' if lat[1] else 'WRONG'}; 64-byte tile, median of 5 kernels of 2000 rounds)")

@@ -10,13 +10,15 @@ import torch
 
 import pypto
 import pypto.distributed as D
-from pypto.bench.distributed import RING_ROWS, RING_SLOTS, exchange, ring_allreduce, twophase_allreduce
+from pypto.bench.distributed import (RING_ROWS, RING_SLOTS, exchange, ring_allreduce, rsag_allreduce,
+                                     twophase_allreduce)
 from pypto.distributed import leftover_windows
 
 from .ranks import run_ranks
 
-# tiles of the ring: 1 (one partial tile), fewer than the ring's slots (no slot reused), more (slots reused)
-ROWS = (4, RING_ROWS * 8, RING_ROWS * (RING_SLOTS + 9))
+# tiles of the ring: 1 (one partial tile), fewer than the ring's slots (no slot reused), more (slots reused);
+# 20 rows: 16 does not divide them (nor, on 4 ranks, their slices of 5)
+ROWS = (4, 20, RING_ROWS * 8, RING_ROWS * (RING_SLOTS + 9))
 
 
 def _x(rank, rows):
@@ -55,7 +57,8 @@ def determinism_session(rank, world):
     for rows in ROWS:
         x = _x(rank, rows)
         outs = []
-        for k in (ring_allreduce, ring_allreduce, ring_allreduce, twophase_allreduce, twophase_allreduce):
+        for k in (ring_allreduce, ring_allreduce, ring_allreduce, twophase_allreduce, twophase_allreduce,
+                  rsag_allreduce, rsag_allreduce):
             out = torch.full_like(x, float("nan"))
             k(x, out, group, world)
             outs.append(out)
