@@ -89,6 +89,21 @@ def ring_allreduce(x: pypto.Tensor([pypto.STATIC, pypto.STATIC], pypto.DT_FP32),
         D.shmem_wait_until(free, q, 1, [r, 1], [0, 0], clear_signal=True)
 
 
+def _put_all(x, sh, me, t):
+    """(trace time) the whole of `x` into this rank's window `sh`, in tiles of `t` rows"""
+    rows, cols = x.shape
+    for i in pypto.loop(rows // t):
+        D.shmem_put(pypto.view(x, [t, cols], [i * t, 0]), [i * t, 0], sh, me)
+
+
+def _world_sum(sh, world, t, cols, r0):
+    """(trace time) rows [r0, r0 + t) of every rank's window `sh`, summed in rank order"""
+    acc = D.shmem_get(sh, 0, [t, cols], [r0, 0])
+    for pe in range(1, world):
+        acc = acc + D.shmem_get(sh, pe, [t, cols], [r0, 0])
+    return acc
+
+
 @pypto.frontend.jit
 def twophase_allreduce(x: pypto.Tensor([pypto.STATIC, pypto.STATIC], pypto.DT_FP32),
                        out: pypto.Tensor([pypto.STATIC, pypto.STATIC], pypto.DT_FP32), group, world):
@@ -98,14 +113,10 @@ def twophase_allreduce(x: pypto.Tensor([pypto.STATIC, pypto.STATIC], pypto.DT_FP
     sh = D.create_shmem_tensor(group, world, pypto.DT_FP32, [rows, cols])
     sig = D.create_shmem_signal(group, world)
     me = D.my_symbolic_pe(group)
-    for i in pypto.loop(rows // t):
-        D.shmem_put(pypto.view(x, [t, cols], [i * t, 0]), [i * t, 0], sh, me)
+    _put_all(x, sh, me, t)
     D.shmem_barrier_all(sig)
     for i in pypto.loop(rows // t):
-        acc = D.shmem_get(sh, 0, [t, cols], [i * t, 0])
-        for pe in range(1, world):
-            acc = acc + D.shmem_get(sh, pe, [t, cols], [i * t, 0])
-        out[i * t:(i + 1) * t, :] = acc
+        out[i * t:(i + 1) * t, :] = _world_sum(sh, world, t, cols, i * t)
     D.shmem_barrier_all(sig)
 
 
@@ -120,22 +131,14 @@ def rsag_allreduce(x: pypto.Tensor([pypto.STATIC, pypto.STATIC], pypto.DT_FP32),
     red = D.create_shmem_tensor(group, world, pypto.DT_FP32, [part, cols])
     sig = D.create_shmem_signal(group, world)
     me = D.my_symbolic_pe(group)
-    for i in pypto.loop(rows // t):
-        D.shmem_put(pypto.view(x, [t, cols], [i * t, 0]), [i * t, 0], sh, me)
+    _put_all(x, sh, me, t)
     D.shmem_barrier_all(sig)
     if part == rows:                                   # rows not divisible by the world: one-shot
         for i in pypto.loop(rows // t):
-            acc = D.shmem_get(sh, 0, [t, cols], [i * t, 0])
-            for pe in range(1, world):
-                acc = acc + D.shmem_get(sh, pe, [t, cols], [i * t, 0])
-            out[i * t:(i + 1) * t, :] = acc
+            out[i * t:(i + 1) * t, :] = _world_sum(sh, world, t, cols, i * t)
     else:
         for i in pypto.loop(part // t):                # reduce-scatter: my slice, rank order
-            r0 = me * part + i * t
-            acc = D.shmem_get(sh, 0, [t, cols], [r0, 0])
-            for pe in range(1, world):
-                acc = acc + D.shmem_get(sh, pe, [t, cols], [r0, 0])
-            D.shmem_put(acc, [i * t, 0], red, me)
+            D.shmem_put(_world_sum(sh, world, t, cols, me * part + i * t), [i * t, 0], red, me)
         D.shmem_barrier_all(sig)
         for pe in range(world):                        # all-gather: every rank's reduced slice
             for i in pypto.loop(part // t):
