@@ -462,7 +462,7 @@ def foreign_call(lib: str, func, args, kwargs):
 
 
 def _located(plain):
-    """Wrap a symbolic scalar's misuse hook (ir/sym.py, which cannot see the builder) so that inside a trace its
+    """Wrap a symbolic scalar's misuse hook (ir/sym_expr.py, which cannot see the builder) so that inside a trace its
     error also names the kernel and the user's line."""
     def hook(self):
         try:
