@@ -53,7 +53,8 @@ inline DLDataType dtype_to_dlpack(int dtype) noexcept {
 int dtype_itemsize(int dtype) noexcept;  // bytes per element of the shape (1 for the packed FP4 pair); 0: named only
 // "float32", "bfloat16", ... ; "any" for kAnyDType
 const char* dtype_name(int dtype) noexcept;
-// name of a DLPack dtype pypto may not support ("float8_e4m3fn"-style names are not needed: "code=.. bits=..")
+// a message's name for any DLPack dtype: pypto's name when pypto has it, else the DLPack code's name with its bits
+// and lanes ("complex64", "int4", "float32 x4")
 void dlpack_dtype_describe(DLDataType t, char* buf, int cap) noexcept;
 
 }  // namespace pypto

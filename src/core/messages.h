@@ -1,7 +1,8 @@
 // messages: the binding errors the Python extension and the C++ runtime both raise, worded once.
 //
-// Every message names the kernel, the parameter and expected vs got (docs/architecture.md, "Errors"); the two
-// callers pass their own type names and value reprs (Python objects vs runtime::Arg). Cold: built only on failure.
+// Every message names the kernel, the parameter and expected vs got (docs/architecture.md, "Rules of the hit
+// path"); the two callers pass their own type names and value reprs (Python objects vs runtime::Arg). Cold: built
+// only on failure.
 #pragma once
 
 #include <string>

@@ -1,5 +1,6 @@
 // replay: a recorded sequence of kernel launches run in one call — the native half of `pypto.capture()`
-// (src/python/capture.cpp) and of the C++ runtime's sequences (src/runtime/sequence.cpp).
+// (src/python/capture.cpp records, capture_replay.cpp replays) and of the C++ runtime's sequences
+// (src/runtime/sequence.cpp).
 //
 // A launch is its kernel entry, its packed tensor and scalar arguments (shapes copied in) and its launch options;
 // the libraries stay loaded while the sequence lives (it holds their modules). Running takes no lock, allocates

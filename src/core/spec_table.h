@@ -52,9 +52,10 @@ class SpecializationTable {
     }
   }
 
-  // The memoized lookup: the first specialization a lookup found (set once, so threads never write it again) is
-  // checked by a plain key compare before hashing, so the common serving case of one hot specialization skips the
-  // hash's multiply chain and the probe. `hash_of(key, n)` is called only when the memo does not match.
+  // The memoized lookup: the first specialization a lookup found (set once, so threads never race to rewrite it;
+  // remove_if clears it and the next one found takes its place) is checked by a plain key compare before hashing,
+  // so the common serving case of one hot specialization skips the hash's multiply chain and the probe.
+  // `hash_of(key, n)` is called only when the memo does not match.
   template <class HashOf>
   [[gnu::always_inline]] const Specialization* find_memoized(const uint64_t* key, int n,
                                                              HashOf&& hash_of) const noexcept {

@@ -200,11 +200,61 @@ double CaptureGraph::time_kernels(int rounds) {
   return total;
 }
 
-void register_capture(nb::module_& m) {
-  nb::class_<CaptureGraph>(m, "CaptureGraph",
-                           "The native half of pypto.capture(): a recorded sequence of kernel launches",
-                           nb::type_slots(graph_slots))
-      .def(nb::init<>())
+namespace {
+
+// per launch: (kernel, key bytes, tensor indices, scalar values: a float or an int by the parameter's dtype)
+nb::list launches_of(CaptureGraph& g) {
+  nb::list out;
+  for (size_t i = 0; i < g.launches.size(); ++i) {
+    const LaunchRecord& r = g.launches[i];
+    const JitState& st = *g.kernels[r.kernel].fn->state;
+    nb::list ts, ss;
+    for (int id : r.tensors) ts.append(id);
+    for (int s = 0; s < g.seq.n_scalars(int(i)); ++s) {
+      const int dt = st.table.params[st.table.scalar_pos[s]].scalar_dtype;
+      const bool f = dt == PYPTO_DT_FP16 || dt == PYPTO_DT_BF16 || dt == PYPTO_DT_FP32 || dt == PYPTO_DT_FP64;
+      const PyptoScalarArg v = g.seq.scalars(int(i))[s];
+      ss.append(f ? nb::object(nb::float_(v.f)) : nb::object(nb::int_(v.i)));
+    }
+    nb::bytes key(reinterpret_cast<const char*>(r.key.data()), r.key.size() * sizeof(uint64_t));
+    out.append(nb::make_tuple(nb::borrow(reinterpret_cast<PyObject*>(g.kernels[r.kernel].fn)), key, ts, ss));
+  }
+  return out;
+}
+
+// per tensor: (dtype code, shape, written, address of the first element, bytes spanned)
+nb::list tensor_layouts_of(const CaptureGraph& g) {
+  nb::list out;
+  for (const CapturedTensor& c : g.tensors) {
+    nb::list shape;
+    int64_t span = 1;
+    for (int d = 0; d < c.ndim; ++d) {
+      shape.append(c.shape[d]);
+      if (c.shape[d] == 0) span = 0;
+      else if (span) span += (c.shape[d] - 1) * c.strides[d];
+    }
+    const int64_t bytes = span * ((c.dtype.bits * c.dtype.lanes + 7) / 8);
+    out.append(nb::make_tuple(dtype_from_dlpack(c.dtype), nb::tuple(shape), c.write_launch >= 0,
+                              reinterpret_cast<uintptr_t>(c.data), bytes));
+  }
+  return out;
+}
+
+// name -> [(launch, parameter name)]
+nb::dict slots_of(const CaptureGraph& g) {
+  nb::dict out;
+  for (const ScalarSlot& s : g.slots) {
+    nb::list b;
+    for (const SlotBinding& x : s.bindings)
+      b.append(nb::make_tuple(x.launch, g.kernels[g.launches[x.launch].kernel].fn->state->table.params[x.pos].name));
+    out[s.name.c_str()] = b;
+  }
+  return out;
+}
+
+// The recording and running methods: what pypto.capture() and a user's replay() call.
+void def_run_methods(nb::class_<CaptureGraph>& cls) {
+  cls.def(nb::init<>())
       .def("_begin", [](CaptureGraph& g) { if (!g.begin()) throw nb::python_error(); })
       .def("_end", [](CaptureGraph& g, bool failed, const std::string& why) {
         if (failed && g.failure.empty()) g.failure = why;
@@ -219,8 +269,12 @@ void register_capture(nb::module_& m) {
       .def("_time_kernels", [](CaptureGraph& g, int rounds) {
         if (!g.check()) throw nb::python_error();
         return g.time_kernels(std::max(rounds, 1));
-      })
-      .def("__len__", [](const CaptureGraph& g) { return g.seq.size(); })
+      });
+}
+
+// The read-only views: pypto.capture's properties and the bundle export (capture/bundle.py) read them.
+void def_views(nb::class_<CaptureGraph>& cls) {
+  cls.def("__len__", [](const CaptureGraph& g) { return g.seq.size(); })
       .def_prop_ro("state", [](const CaptureGraph& g) {
         static const char* names[] = {"new", "recording", "done", "failed"};
         return std::string(names[int(g.state)]);
@@ -231,59 +285,25 @@ void register_capture(nb::module_& m) {
         for (const CapturedTensor& c : g.tensors) out.append(nb::borrow(c.obj));
         return out;
       })
-      .def("_launches", [](CaptureGraph& g) {
-        // per launch: (kernel, key bytes, tensor indices, scalar words as int64 bit patterns, is-float per scalar)
-        nb::list out;
-        for (size_t i = 0; i < g.launches.size(); ++i) {
-          const LaunchRecord& r = g.launches[i];
-          const JitState& st = *g.kernels[r.kernel].fn->state;
-          nb::list ts, ss;
-          for (int id : r.tensors) ts.append(id);
-          for (int s = 0; s < g.seq.n_scalars(int(i)); ++s) {
-            const int dt = st.table.params[st.table.scalar_pos[s]].scalar_dtype;
-            const bool f = dt == PYPTO_DT_FP16 || dt == PYPTO_DT_BF16 || dt == PYPTO_DT_FP32 || dt == PYPTO_DT_FP64;
-            const PyptoScalarArg v = g.seq.scalars(int(i))[s];
-            ss.append(f ? nb::object(nb::float_(v.f)) : nb::object(nb::int_(v.i)));
-          }
-          nb::bytes key(reinterpret_cast<const char*>(r.key.data()), r.key.size() * sizeof(uint64_t));
-          out.append(nb::make_tuple(nb::borrow(reinterpret_cast<PyObject*>(g.kernels[r.kernel].fn)), key, ts, ss));
-        }
-        return out;
-      })
-      .def("_tensor_layouts", [](const CaptureGraph& g) {
-        // per tensor: (dtype code, shape, written, address of the first element, bytes spanned)
-        nb::list out;
-        for (const CapturedTensor& c : g.tensors) {
-          nb::list shape;
-          int64_t span = 1;
-          for (int d = 0; d < c.ndim; ++d) {
-            shape.append(c.shape[d]);
-            if (c.shape[d] == 0) span = 0;
-            else if (span) span += (c.shape[d] - 1) * c.strides[d];
-          }
-          const int64_t bytes = span * ((c.dtype.bits * c.dtype.lanes + 7) / 8);
-          out.append(nb::make_tuple(dtype_from_dlpack(c.dtype), nb::tuple(shape), c.write_launch >= 0,
-                                    reinterpret_cast<uintptr_t>(c.data), bytes));
-        }
-        return out;
-      })
+      .def("_launches", &launches_of)
+      .def("_tensor_layouts", &tensor_layouts_of)
       .def("_slot_bindings", [](const CaptureGraph& g) {
         nb::list out;  // (slot name, launch, scalar index)
         for (const ScalarSlot& s : g.slots)
           for (const SlotBinding& x : s.bindings) out.append(nb::make_tuple(s.name, x.launch, x.s));
         return out;
       })
-      .def("_slots", [](const CaptureGraph& g) {
-        // name -> [(launch, parameter name)]
-        nb::dict out;
-        for (const ScalarSlot& s : g.slots) {
-          nb::list b;
-          for (const SlotBinding& x : s.bindings)
-            b.append(nb::make_tuple(x.launch, g.kernels[g.launches[x.launch].kernel].fn->state->table.params[x.pos].name));
-          out[s.name.c_str()] = b;
-        }
-        return out;
-      });
+      .def("_slots", &slots_of);
+}
+
+}  // namespace
+
+void register_capture(nb::module_& m) {
+  nb::class_<CaptureGraph> cls(m, "CaptureGraph",
+                               "The native half of pypto.capture(): a recorded sequence of kernel launches",
+                               nb::type_slots(graph_slots));
+  def_run_methods(cls);
+  def_views(cls);
   m.def("set_capture_slot_type", [](nb::handle cls) {
     Py_XINCREF(cls.ptr());
     Py_XSETREF(g_slot_type, cls.ptr());

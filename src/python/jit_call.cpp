@@ -2,8 +2,9 @@
 //
 // No Python bytecode, no allocation, no lock: bind positional/keyword arguments by the cached call-site layout,
 // fill defaults, read tensors through the per-type reader, check them and key them (core/binder), convert runtime
-// scalars, map constants to ids (identity first), check guards (identity / dict versions), hash and probe the
-// table, launch. Every other branch jumps to jit_cold.h: slow paths and error builders live in their own files.
+// scalars, map constants to ids (identity first), check guards (identity / dict versions), look the key up (the
+// table's memo, else hash and probe), launch. Every other branch jumps to jit_cold.h: slow paths and error
+// builders live in their own files.
 #include <cstring>
 
 #include "core/binder.h"
@@ -237,8 +238,7 @@ PyObject* call_impl(JitFunctionObject* self, PyObject* const* args, size_t nargs
   PYPTO_PROF_MARK(kGuards);
 
   // 5. lookup: the table's memo first (one hot specialization skips the hash), then hash and probe
-  const Specialization* spec = st.specs.find_memoized(key, n, hash_key);
-  PYPTO_PROF_MARK(kKey);
+  const Specialization* spec = st.specs.find_memoized(key, n, hash_key);  // profiled as "lookup", hash included
   if constexpr (mode == Mode::kProbe) return probe_result(st, spec != nullptr, key, n, dl);
   const bool spec_was_hit = spec != nullptr;
   if (spec == nullptr) [[unlikely]] {

@@ -4,8 +4,8 @@
 once per process; (2) trace, generate and compile (`build`, through the disk cache), or stop after
 `host_options.compile_stage` (`build_until`); (3) verify and load the library, building it once more if it was
 removed or corrupted since it was checked; (4) the debug dump; (5) the build log; (6) a `MissResult`, which the
-core reads by attribute name. `build` and `build_until` are the one trace -> generate -> compile (tests and
-verify use them too).
+core reads by attribute name. `build` and `build_until` are the one trace -> generate -> compile (`pypto.testing`
+builds through `build` too; verify interprets the IR `build` traced, `BuildResult.kernel_ir`).
 """
 from __future__ import annotations
 
@@ -132,7 +132,7 @@ def _build_and_load(prepared, request) -> tuple[BuildResult, str]:
             loaded = cache.load_entry(Path(result.library), Path(result.library + ".sha256"))
             if loaded is not None:
                 return result, loaded
-    except OverflowError as e:   # ir/sym.py refuses to emit an int that would wrap
+    except OverflowError as e:   # ir/sym_expr.py cpp_int_literal refuses to emit an int that would wrap
         raise ValueError(f"kernel '{request.kernel_name}': {e}{_out_of_range(request.constants)}") from None
     raise CompileError(f"kernel '{request.kernel_name}': the cached library '{result.library}' fails verification "
                        f"right after it was built (is another process rewriting the cache?)")

@@ -175,7 +175,7 @@ def cache_key(source: str) -> str:
     return h.hexdigest()
 
 
-# ---- options access (ResolvedOptions object or plain dicts) -----------------------------------------------------
+# ---- options access (a ResolvedOptions, or none) --------------------------------------------------------------
 def _opt(options, group: str, key: str, default):
     """One option of a ResolvedOptions (`group`: "host", ...); `default` when no options are given (a plain compile
     of source text: tests, the torch reader)."""

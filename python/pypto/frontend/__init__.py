@@ -2,8 +2,8 @@
 
 `jit` validates options, reads the parameter table, rewrites the body's control flow (`rewrite`), collects the
 globals to guard (`guards`) and creates the native kernel; on a miss it runs `compiler.pipeline`. `explain` and
-`verified` (verify_options) live here too. May import: errors, vocab, ir, language, codegen, compiler, verify and
-the native `_core`. Never export or bench (the export layer installs `kernel.export` itself).
+`verified` (verify_options) live here too. May import: errors, native (the extension), vocab, ir, language,
+codegen, compiler, verify. Never export or bench (the export layer installs `kernel.export` itself).
 The annotations are re-exported here because the reference pypto spells them `pypto.frontend.dynamic`, ...
 """
 from ..vocab.annotations import DYN, DYNAMIC, STATIC, DynamicDim, Scalar, Tensor, TileOpFormat, dynamic

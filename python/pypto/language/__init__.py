@@ -8,7 +8,7 @@ the op, what was expected and what it got. Tensors inside a kernel also support 
 Layer 3 of the package: may import errors, vocab and ir (it installs the tensor operators on the IR's Value,
 `tensor_methods.py`); never codegen, compiler, verify, frontend, export or bench.
 """
-from . import activations, control, elementwise, indexing, reduce, shape_ops, struct_ops, tensor_methods
+from . import activations, control, creation, elementwise, indexing, reduce, shape_ops, struct_ops, tensor_methods
 from .activations import prelu
 from . import quant_ops
 from .control import (ceildiv, cond, get_cube_tile_shapes, get_vec_tile_shapes, is_loop_begin, is_loop_end, loop,
@@ -23,8 +23,8 @@ from .elementwise import (acos, acosh, asin, asinh, atan, atan2, atanh, bitwise_
                           bitwise_or, bitwise_right_shift, bitwise_xor, cbrt, cos, cosh, erf, exp2, expm1,
                           floor_div, fmod, gcd, hypot, isfinite, isnan, log1p, log2, log10, logical_and, lrelu,
                           reciprocal, sign, signbit, sin, sinh, tan)
-from .shape_ops import (arange, one_hot, assemble, concat, expand_clone, full, permute, reshape, squeeze, tensor, transpose,
-                        unsqueeze, view, zeros, ones)
+from .creation import arange, full, one_hot, ones, tensor, zeros
+from .shape_ops import assemble, concat, expand_clone, permute, reshape, squeeze, transpose, unsqueeze, view
 from .struct_ops import (argmax, argmin, argsort, atomic_add, axpy_, deinterleave, fillpad, gathermask, interleave,
                          pad, tril, triu, var)
 from .control import ceil_div

@@ -10,7 +10,8 @@ from ._helpers import (DT, S, Value, check_int_like, check_operand, check_tensor
                        require_equal)
 from . import elementwise as E
 from .reduce import mean, sum as _sum
-from .shape_ops import _local, _window, arange, concat, getitem, reshape, unsqueeze, write
+from .creation import _local, arange
+from .shape_ops import _window, concat, getitem, reshape, unsqueeze, write
 
 _INDEX_OUT = DT.DT_INT32      # argmax / argmin / argsort indices (the reference's DT_INT32)
 

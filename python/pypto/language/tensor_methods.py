@@ -16,7 +16,7 @@ from ..vocab.dtypes import DataType
 from . import elementwise as ew
 from . import hints
 from . import reduce as red
-from . import shape_ops
+from . import creation, shape_ops
 
 
 class TensorMethods:
@@ -462,7 +462,7 @@ def foreign_call(lib: str, func, args, kwargs):
 
 
 def _located(plain):
-    """Wrap a symbolic scalar's misuse hook (ir/sym.py, which cannot see the builder) so that inside a trace its
+    """Wrap a symbolic scalar's misuse hook (ir/sym_expr.py, which cannot see the builder) so that inside a trace its
     error also names the kernel and the user's line."""
     def hook(self):
         try:
@@ -484,7 +484,7 @@ def kernel_tensor(shape=None, dtype=None, name=None, format=TileOpFormat.TILEOP_
         return None
     if not all(isinstance(d, S.Sym) or (isinstance(d, int) and not isinstance(d, bool)) for d in shape):
         return None
-    return shape_ops.tensor(shape, dtype, name, format)
+    return creation.tensor(shape, dtype, name, format)
 
 
 def register_tensor_class() -> None:

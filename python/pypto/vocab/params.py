@@ -69,7 +69,7 @@ def build_params(kernel_name: str, fn) -> list[Param]:
         if isinstance(ann, str):
             ann = _resolve_string_annotation(kernel_name, fn, p.name, ann)
         if ann is Tensor or getattr(type(ann), "__pypto_annotation__", None) is Tensor:
-            ann = Tensor()          # bare `pypto.Tensor`, or `pypto.tensor` (language/shape_ops.py)
+            ann = Tensor()          # bare `pypto.Tensor`, or `pypto.tensor` (language/creation.py)
         if isinstance(ann, Tensor):
             kind = TENSOR
             if ann.dtype is not None and not ann.dtype.native:
