@@ -324,11 +324,19 @@ struct vm_trigred {
   float r, lo; /* r + lo: the fp64 r in two floats */
   uint32_t q; /* quadrant mod 4 of |x| */
 };
-static inline vm_trigred vm_trig_reduce(float x) {
-  const float ax = __builtin_fabsf(x);
+/* Cody-Waite in fp64 (exact enough for ax < 2^20) */
+static inline vm_trigred vm_trig_reduce_small(float ax) {
   const double xd = (double)ax;
   const double nd = __builtin_rint(xd * 0x1.45f306dc9c883p-1);
-  const double rm = (xd - nd * 0x1.921fb544p+0) - nd * 0x1.0b4611a626331p-34;
+  const double rd = (xd - nd * 0x1.921fb544p+0) - nd * 0x1.0b4611a626331p-34;
+  vm_trigred t;
+  t.r = (float)rd;
+  t.lo = (float)(rd - (double)t.r);
+  t.q = (uint32_t)(int32_t)nd;
+  return t;
+}
+/* Payne-Hanek in integers (any finite ax; used from 2^20) */
+static inline vm_trigred vm_trig_reduce_big(float ax) {
   const uint32_t ix = f32_bits(ax);
   const uint32_t m = (ix & 0x7fffffu) | 0x800000u;
   int32_t e = (int32_t)(ix >> 23) - 147; /* E + 3 */
@@ -338,13 +346,24 @@ static inline vm_trigred vm_trig_reduce(float x) {
   const uint64_t fr = y & ((1ull << 62) - 1); /* (r 2/pi + 1/2) 2^62 */
   const int32_t fh = (int32_t)(uint32_t)(fr >> 32) - (1 << 29);
   const int32_t fl = (int32_t)((uint32_t)fr >> 1);
-  const double rl = ((double)fh * 0x1p-30 + (double)fl * 0x1p-61) * 0x1.921fb54442d18p+0;
-  const bool big = ax >= 0x1p20f;
+  const double rd = ((double)fh * 0x1p-30 + (double)fl * 0x1p-61) * 0x1.921fb54442d18p+0;
   vm_trigred t;
-  const double rd = big ? rl : rm;
   t.r = (float)rd;
   t.lo = (float)(rd - (double)t.r);
-  t.q = big ? (uint32_t)(y >> 62) : (uint32_t)(int32_t)nd;
+  t.q = (uint32_t)(y >> 62);
+  return t;
+}
+/* Both computed and selected, so the element loop stays branch-free and vectorizes. The big path costs ~5x the
+ * small one (benchmarks/vmath_trig_speed.cpp); skipping it needs a per-vector "any lane >= 2^20" test in the
+ * loop, which a per-element function cannot express. */
+static inline vm_trigred vm_trig_reduce(float x) {
+  const float ax = __builtin_fabsf(x);
+  const vm_trigred s = vm_trig_reduce_small(ax), b = vm_trig_reduce_big(ax);
+  const bool big = ax >= 0x1p20f;
+  vm_trigred t;
+  t.r = big ? b.r : s.r;
+  t.lo = big ? b.lo : s.lo;
+  t.q = big ? b.q : s.q;
   return t;
 }
 static inline float vm_sin_poly(float r, float lo, float r2) {

@@ -124,6 +124,24 @@ def test_specials_match_torch(fn):
     assert _ulp_error(out[fin], exact[fin]).max().item() <= FUNCS[fn][1]
 
 
+def _assert_rows_agree(out: torch.Tensor, num: torch.Tensor, fn: str):
+    """Rows of 67 copies of one argument: the vector lanes and the scalar remainder give the same bits (numeric
+    rows, `num`), and the NaN rows are NaN in every column."""
+    bits = out.view(torch.int32)
+    assert torch.equal(bits[num], bits[num, :1].expand(-1, bits.shape[1])), fn
+    assert torch.isnan(out[~num]).all(), fn
+
+
+def _assert_half_within_one_ulp(out: torch.Tensor, want: torch.Tensor, dt: torch.dtype, fn: str):
+    """fp16/bf16 results: the same NaN and inf positions as torch's, finite ones within one ulp of the dtype
+    (relative 2^-7 / 2^-10, at least one ulp of the smallest normal)."""
+    assert torch.equal(torch.isnan(out), torch.isnan(want)) and torch.equal(torch.isinf(out), torch.isinf(want)), fn
+    fin = want.isfinite()
+    ulp = {torch.bfloat16: 2.0 ** -7, torch.float16: 2.0 ** -10}[dt]
+    tol = torch.clamp(want[fin].double().abs() * ulp, min=torch.finfo(dt).smallest_normal * ulp)
+    assert ((out[fin].double() - want[fin].double()).abs() <= tol * 1.0001).all(), fn
+
+
 @pytest.mark.parametrize("fn", list(FUNCS))
 def test_vector_lanes_and_the_scalar_tail_agree_bit_for_bit(fn):
     """A row of 67 copies of one value: g++ computes the first 64 in vector lanes and the last 3 in the loop's
@@ -133,10 +151,7 @@ def test_vector_lanes_and_the_scalar_tail_agree_bit_for_bit(fn):
     x = v[:, None].expand(-1, 67).contiguous()
     out = torch.full_like(x, 7.0)
     unary_rows(x, out, fn=fn)
-    b = out.view(torch.int32)
-    num = ~torch.isnan(v)
-    assert torch.equal(b[num], b[num, :1].expand(-1, 67)), fn
-    assert torch.isnan(out[~num]).all()
+    _assert_rows_agree(out, ~torch.isnan(v), fn)
 
 
 @pytest.mark.parametrize("dt", [torch.bfloat16, torch.float16])
@@ -158,12 +173,7 @@ def test_half_types_within_one_ulp_of_torch(fn, dt):
     out = torch.zeros_like(xs)
     half_unary(xs, out, fn=fn)
     want = _torch(fn, xs.float()).to(dt)
-    fin = want.isfinite()
-    assert torch.equal(torch.isinf(out), torch.isinf(want)) and torch.equal(torch.isnan(out), torch.isnan(want))
-    spacing = torch.tensor(np.spacing(want[fin].float().abs().numpy()), dtype=torch.float64)
-    ulp = {torch.bfloat16: 2.0 ** -7, torch.float16: 2.0 ** -10}[dt]
-    tol = torch.maximum(want[fin].double().abs() * ulp, torch.full_like(spacing, finfo.smallest_normal * ulp))
-    assert ((out[fin].double() - want[fin].double()).abs() <= tol * 1.0001).all(), fn
+    _assert_half_within_one_ulp(out, want, dt, fn)
 
 
 @pytest.mark.parametrize("fn", ["sin", "cos", "tan"])
@@ -264,10 +274,7 @@ def test_two_argument_lanes_and_tail_agree(fn):
 
     out = torch.full_like(x, 7.0)
     binary_rows(x, y, out, fn=fn)
-    bits = out.view(torch.int32)
-    num = ~torch.isnan(out[:, 0])
-    assert torch.equal(bits[num], bits[num, :1].expand(-1, 67)), fn
-    assert torch.isnan(out[~num]).all()
+    _assert_rows_agree(out, ~torch.isnan(out[:, 0]), fn)
 
 
 @pytest.mark.parametrize("dt", [torch.bfloat16, torch.float16])
@@ -286,8 +293,4 @@ def test_two_argument_half_types_within_one_ulp_of_torch(fn, dt):
     out = torch.zeros_like(x)
     half_binary(x, y, out, fn=fn)
     want = getattr(torch, fn)(x.float(), y.float()).to(dt)
-    assert torch.equal(torch.isnan(out), torch.isnan(want)) and torch.equal(torch.isinf(out), torch.isinf(want))
-    fin = want.isfinite()
-    ulp = {torch.bfloat16: 2.0 ** -7, torch.float16: 2.0 ** -10}[dt]
-    tol = torch.clamp(want[fin].double().abs() * ulp, min=torch.finfo(dt).smallest_normal * ulp)
-    assert ((out[fin].double() - want[fin].double()).abs() <= tol * 1.0001).all(), fn
+    _assert_half_within_one_ulp(out, want, dt, fn)
