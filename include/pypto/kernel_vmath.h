@@ -354,8 +354,8 @@ static inline vm_trigred vm_trig_reduce_big(float ax) {
   return t;
 }
 /* Both computed and selected, so the element loop stays branch-free and vectorizes. The big path costs ~5x the
- * small one (benchmarks/vmath_trig_speed.cpp); skipping it needs a per-vector "any lane >= 2^20" test in the
- * loop, which a per-element function cannot express. */
+ * small one (benchmarks/vmath_trig_speed.cpp); the block forms below skip it where a whole block is small, which a
+ * per-element function cannot express. */
 static inline vm_trigred vm_trig_reduce(float x) {
   const float ax = __builtin_fabsf(x);
   const vm_trigred s = vm_trig_reduce_small(ax), b = vm_trig_reduce_big(ax);
@@ -381,29 +381,56 @@ static inline float vm_cos_poly(float r, float lo, float r2) {
   return PYPTO_RT_MADD(r2 * r2, p, PYPTO_RT_MADD(-0.5f, r2, 1.0f)) - r * lo; /* - lo sin(r) */
 }
 static inline float vm_flip(float v, uint32_t neg) { return bits_f32(f32_bits(v) ^ (neg << 31)); }
-static inline float sin_(float x) {
-  const vm_trigred t = vm_trig_reduce(x);
+/* Each function is written once on a given reduction t of x: sin_/cos_/tan_ pass vm_trig_reduce (both paths),
+ * the block forms below pass the small one where a block allows it; for |x| < 2^20 the two reductions are the
+ * same, so both give the same bits. */
+static inline float vm_sin_of(float x, vm_trigred t) {
   const float r2 = t.r * t.r;
   const float v = (t.q & 1u) ? vm_cos_poly(t.r, t.lo, r2) : vm_sin_poly(t.r, t.lo, r2);
   const float y = vm_flip(v, ((t.q >> 1) & 1u) ^ (f32_bits(x) >> 31));
   return __builtin_fabsf(x) < 0x1p-12f ? x : (x - x == 0.0f ? y : vm_nan()); /* tiny: x (keeps subnormals) */
 }
-static inline float cos_(float x) {
-  const vm_trigred t = vm_trig_reduce(x);
+static inline float vm_cos_of(float x, vm_trigred t) {
   const float r2 = t.r * t.r;
   const float v = (t.q & 1u) ? vm_sin_poly(t.r, t.lo, r2) : vm_cos_poly(t.r, t.lo, r2);
   const float y = vm_flip(v, ((t.q >> 1) ^ t.q) & 1u);
   return x - x == 0.0f ? y : vm_nan();
 }
 /* tan = sin(r) / cos(r), or -cos(r) / sin(r) in the odd quadrants */
-static inline float tan_(float x) {
-  const vm_trigred t = vm_trig_reduce(x);
+static inline float vm_tan_of(float x, vm_trigred t) {
   const float r2 = t.r * t.r;
   const float s = vm_sin_poly(t.r, t.lo, r2), c = vm_cos_poly(t.r, t.lo, r2);
   const float v = (t.q & 1u) ? -c / s : s / c;
   const float y = vm_flip(v, f32_bits(x) >> 31);
   return __builtin_fabsf(x) < 0x1p-12f ? x : (x - x == 0.0f ? y : vm_nan());
 }
+static inline float sin_(float x) { return vm_sin_of(x, vm_trig_reduce(x)); }
+static inline float cos_(float x) { return vm_cos_of(x, vm_trig_reduce(x)); }
+static inline float tan_(float x) { return vm_tan_of(x, vm_trig_reduce(x)); }
+
+/* Block forms (codegen hoists the arguments of a block of N elements into a[], as for exp16): in place, with
+ * sin_/cos_/tan_'s bits. Where every |x| of the block is below 2^20 (the common case; inf and NaN count as
+ * large) only the fp64 Cody-Waite reduction runs: 2.6-2.7x less work than computing and selecting both
+ * (benchmarks/vmath_trig_speed.cpp). One test per block of N, a vectorized OR over the lanes. */
+template <int N>
+static inline bool vm_block_small(const float* a) {
+  uint32_t big = 0;
+  for (int l = 0; l < N; ++l) big |= (uint32_t)((f32_bits(a[l]) & 0x7fffffffu) >= 0x49800000u); /* 2^20 */
+  return big == 0;
+}
+#define PYPTO_VM_TRIG_BLOCK(NAME, OF)                                                                         \
+  template <int N>                                                                                            \
+  static inline void NAME(float* a) {                                                                         \
+    if (vm_block_small<N>(a)) {                                                                               \
+      for (int l = 0; l < N; ++l) a[l] = OF(a[l], vm_trig_reduce_small(__builtin_fabsf(a[l])));               \
+    } else {                                                                                                  \
+      for (int l = 0; l < N; ++l) a[l] = OF(a[l], vm_trig_reduce(a[l]));                                     \
+    }                                                                                                         \
+  }
+PYPTO_VM_TRIG_BLOCK(sin_block, vm_sin_of)
+PYPTO_VM_TRIG_BLOCK(cos_block, vm_cos_of)
+PYPTO_VM_TRIG_BLOCK(tan_block, vm_tan_of)
+#undef PYPTO_VM_TRIG_BLOCK
 
 /* ---- pow, hypot, atan2 ---------------------------------------------------------------------------------------
  * pow(x, y) = 2^(y log2|x|) in fp64: |x| = 2^k (1 + f) by vm_log_reduce (f exact), log2(1 + f) = 2 log2(e) atanh(s)
