@@ -1,4 +1,4 @@
-"""The float functions of include/pypto/kernel_vmath.h (log log2 log10 log1p exp2 expm1 tanh erf sinh cosh asinh
+"""The float functions of include/pypto/kernel_vmath.h (log log2 log10 log1p exp2 expm1 tanh erf erfc sinh cosh asinh
 acosh atanh atan asin acos cbrt sin cos tan) through real
 kernels: within their documented error bound of the fp64 result on a dense sample of each range (every float:
 benchmarks/vmath_ulp.cpp, docs/language.md), exact on the specials (signed zeros, infinities, NaNs, domain edges),
@@ -24,6 +24,7 @@ FUNCS = {
     "expm1": ((-30.0, 88.72), 1.45),
     "tanh": ((-10.0, 10.0), 1.4),
     "erf": ((-4.5, 4.5), 2.8),
+    "erfc": ((-4.5, 10.1), 0.55),
     "sinh": ((-89.4, 89.4), 2.9),
     "cosh": ((-89.4, 89.4), 2.9),
     "asinh": ((-3.4e38, 3.4e38), 1.75),
