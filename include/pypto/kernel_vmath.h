@@ -434,10 +434,10 @@ PYPTO_VM_TRIG_BLOCK(tan_block, vm_tan_of)
 
 /* ---- pow, erfc, hypot, atan2 ---------------------------------------------------------------------------------
  * pow(x, y) = 2^(y log2|x|) in fp64: |x| = 2^k (1 + f) by vm_log_reduce (f exact), log2(1 + f) = 2 log2(e) atanh(s)
- * with s = f / (2 + f), |s| < 0.172, the atanh series to s^19 (2^-50 relative); z = y L (|z| <= 160 matters);
- * 2^z = 2^n 2^r, n = rint(z), 2^r by its Taylor series to r^12; the fp64 result (2^-45 relative) is rounded to
- * float once, which also gives overflow (inf) and gradual underflow their one rounding. The IEEE special cases
- * by selects: pow(x, +-0) = 1 and pow(1, y) = 1 (even for NaN), pow(-1, +-inf) = 1, a negative finite x with a
+ * with s = f / (2 + f), |s| < 0.172, the atanh series to s^13 (2^-40 relative: |z| <= 160 keeps z within 2^-32
+ * absolute); z = y L (|z| <= 160 matters); 2^z = 2^n 2^r, n = rint(z), 2^r by a degree-7 fit on |r| <= 1/2
+ * (2^-34.5 relative); the fp64 result (~2^-31 relative, a few hundredths of a float ulp) is rounded to float
+ * once, which also gives overflow (inf) and gradual underflow their one rounding. The IEEE special cases by selects: pow(x, +-0) = 1 and pow(1, y) = 1 (even for NaN), pow(-1, +-inf) = 1, a negative finite x with a
  * non-integer finite y is NaN, a negative x (-0 and -inf included) with an odd integer y gives the negated
  * |x|^y; the zeros and infinities of x and y follow from L = -inf / +inf. */
 static inline double vm_exp2d(double z) {
@@ -445,19 +445,14 @@ static inline double vm_exp2d(double z) {
   z = z > 160.0 ? 160.0 : z; /* NaN stays */
   const double n = __builtin_rint(z == z ? z : 0.0);
   const double r = z - n;
-  double p = 0x1.c3bd650fc2986p-36;
-  p = p * r + 0x1.e8cac7351bb25p-32;
-  p = p * r + 0x1.e4cf5158b8ecap-28;
-  p = p * r + 0x1.b5253d395e7c4p-24;
-  p = p * r + 0x1.62c0223a5c824p-20;
-  p = p * r + 0x1.ffcbfc588b0c7p-17;
-  p = p * r + 0x1.430912f86c787p-13;
-  p = p * r + 0x1.5d87fe78a6731p-10;
-  p = p * r + 0x1.3b2ab6fba4e77p-7;
-  p = p * r + 0x1.c6b08d704a0c0p-5;
-  p = p * r + 0x1.ebfbdff82c58fp-3;
-  p = p * r + 0x1.62e42fefa39efp-1;
-  p = p * r + 1.0;
+  double p = 0x1.fe17816ef2c00p-17; /* degree 7 near-minimax on [-1/2, 1/2]: 2^-34.5 (vmath_fit.py exp2d) */
+  p = p * r + 0x1.446a1fd5223c0p-13;
+  p = p * r + 0x1.5d8a708a2ee30p-10;
+  p = p * r + 0x1.3b29dc40dd5a8p-7;
+  p = p * r + 0x1.c6b08aaf2d501p-5;
+  p = p * r + 0x1.ebfbe0a4be778p-3;
+  p = p * r + 0x1.62e42ff11629ap-1;
+  p = p * r + 0x1.ffffffffabbc1p-1;
   const int64_t ni = (int64_t)(int32_t)n;
   double sc;
   const uint64_t sb = (uint64_t)(ni + 1023) << 52;
@@ -468,10 +463,7 @@ static inline float pow_(float x, float y) {
   const float ax = __builtin_fabsf(x);
   const vm_logred l = vm_log_reduce(ax);
   const double f = (double)l.f, s = f / (2.0 + f), s2 = s * s;
-  double q = 1.0 / 19;
-  q = q * s2 + 1.0 / 17;
-  q = q * s2 + 1.0 / 15;
-  q = q * s2 + 1.0 / 13;
+  double q = 1.0 / 13;
   q = q * s2 + 1.0 / 11;
   q = q * s2 + 1.0 / 9;
   q = q * s2 + 1.0 / 7;
