@@ -120,11 +120,11 @@ def fit_sincos():
 
 
 def fit_erfc():
-    # erfc(x) = exp(-x^2) erfcx(x) for x >= 0, erfcx(x) = P(t) with t = 2 / (2 + x) on [0, 10.5] (erfc underflows
+    # erfc(x) = exp(-x^2) erfcx(x) for x >= 0, erfcx(x) = P(t) with t = 3 / (3 + x) on [0, 10.5] (erfc underflows
     # past it); evaluated in fp64, so the coefficients are fp64 literals; relative error of erfcx
     def erfcx(x):
         return mp.exp(x * x) * mp.erfc(x)
-    c, e = lawson(erfcx, lambda v: 2 / (2 + v), lambda v: 1 / float(erfcx(mp.mpf(float(v)))), 0.0, 10.5, 12)
+    c, e = lawson(erfcx, lambda v: 3 / (3 + v), lambda v: 1 / float(erfcx(mp.mpf(float(v)))), 0.0, 10.5, 10)
     print(f"erfcx P(t): max relative error {e:.3g}")
     print("  " + ", ".join(float(v).hex() for v in c))
 
