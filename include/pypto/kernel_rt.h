@@ -432,7 +432,8 @@ static inline double acosh_(double x) { return __builtin_acosh(x); }
 static inline double asinh_(double x) { return __builtin_asinh(x); }
 static inline double cosh_(double x) { return __builtin_cosh(x); }
 static inline double sinh_(double x) { return __builtin_sinh(x); }
-PYPTO_RT_UNARY(erfc_, __builtin_erfcf, __builtin_erfc)
+static inline double erfc_(double x) { return __builtin_erfc(x); }
+static inline float erfc_(float x); /* kernel_vmath.h */
 static inline double cbrt_(double x) { return __builtin_cbrt(x); }
 static inline double tan_(double x) { return __builtin_tan(x); }
 PYPTO_RT_UNARY(floor_, __builtin_floorf, __builtin_floor)
