@@ -178,3 +178,31 @@ def test_symbolic_step_with_unroll_list_is_an_error():
     with pytest.raises(KernelTraceError, match=r"k_unroll_sym.*unroll_list needs a static step, got the symbolic"):
         k_unroll_sym(x, out, torch.tensor([1], dtype=torch.int32))
     assert torch.equal(out, torch.zeros(4, 16))
+
+
+# ---- reshape with valid_shape= and inplace=True -------------------------------------------------------------------
+
+def _k_tile_reshape(inplace):
+    @pypto.frontend.jit
+    def k_tile_reshape(q: pypto.Tensor([pypto.DYNAMIC, 4, 8], F32), out: pypto.Tensor([pypto.DYNAMIC, 8], F32)):
+        pypto.set_vec_tile_shapes(4, 8)
+        for i in pypto.loop(q.shape[0]):
+            v = pypto.view(q, [1, 4, 8], [i, 0, 0], valid_shape=[1, 4, 8])
+            r = pypto.reshape(v, [4, 8], valid_shape=[4, 8], inplace=inplace)
+            pypto.assemble(r * 2.0, [i * 4, 0], out)
+    return k_tile_reshape
+
+
+def test_reshape_with_valid_shape_and_inplace_is_refused():
+    q, out = _rand(2, 4, 8), torch.zeros(8, 8)
+    with pytest.raises(KernelTraceError, match=r"k_tile_reshape.*Reshape\(Inplace=true\) is not supported for "
+                                               r"tensors derived from dynamic view") as e:
+        _k_tile_reshape(True)(q, out)
+    assert "set inplace=False or do not pass valid_shape" in str(e.value)
+    assert torch.equal(out, torch.zeros(8, 8))
+
+
+def test_reshape_with_valid_shape_copies_without_inplace():
+    q, out = _rand(2, 4, 8), torch.zeros(8, 8)
+    _k_tile_reshape(False)(q, out)
+    torch.testing.assert_close(out, q.reshape(8, 8) * 2.0)
