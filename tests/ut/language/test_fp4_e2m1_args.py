@@ -126,3 +126,20 @@ def test_matmul_of_packed_pairs_reads_their_values():
     out = torch.zeros(16, 24)
     fp4x2_mm(a, b, out)
     torch.testing.assert_close(out, (_values(a).double() @ _values(b).double().T).float(), rtol=0, atol=0)
+
+
+def test_scaled_mm_refuses_fp4_values_with_packed_pairs():
+    @pypto.frontend.jit
+    def fp4_mix(a: pypto.Tensor([32, 64], pypto.DT_FP4_E2M1), b: pypto.Tensor([32, 32], pypto.DT_FP4_E2M1X2),
+                out: pypto.Tensor([32, 32], pypto.DT_FP32), sa: pypto.Tensor([32, 1, 2], pypto.DT_FP8E8M0),
+                sb: pypto.Tensor([32, 1, 2], pypto.DT_FP8E8M0)):
+        pypto.set_cube_tile_shapes([32, 32], [64, 64], [32, 32])
+        out[:] = pypto.scaled_mm(a, b, pypto.DT_FP32, sa, sb, b_trans=True, scale_b_trans=True)
+
+    out = torch.full((32, 32), 3.0)
+    scale = torch.full((32, 1, 2), 127, dtype=torch.uint8).view(torch.float8_e8m0fnu)
+    fails_untouched(pypto.KernelTraceError,
+                    lambda: fp4_mix(torch.zeros(32, 32, dtype=torch.uint8), torch.zeros(32, 32, dtype=torch.uint8),
+                                    out, scale, scale),
+                    out, "kernel 'fp4_mix'", "scaled_mm", "DT_FP4_E2M1X2 operands go together",
+                    "mat_a fp4_e2m1, mat_b float4_e2m1fn_x2")
