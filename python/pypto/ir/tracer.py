@@ -22,9 +22,13 @@ def _cident(name: str) -> str:
                    for ch in name)
 
 
-def _unpacked_fp4(kernel: str, b: Builder, name: str, packed):
+def _unpacked_fp4(kernel: str, b: Builder, t, packed):
     """A DT_FP4_E2M1 parameter as the kernel body sees it: its packed pairs (bytes, element 2i in the low nibble)
     unpacked to one value per byte, the last dim doubled (the reference's logical shape)."""
+    name = t.param
+    if t.dims and isinstance(t.dims[-1], DynDim) and t.dims[-1].name is not None:
+        raise KernelTraceError(f"kernel '{kernel}': parameter '{name}': the last dim of a DT_FP4_E2M1 tensor (two "
+                               f"values per byte) cannot be a named dim; use pypto.DYNAMIC or STATIC")
     if not packed.shape:
         raise KernelTraceError(f"kernel '{kernel}': parameter '{name}': a DT_FP4_E2M1 tensor needs rank >= 1 (two "
                                f"values per byte along the last dim), got a rank-0 tensor")
@@ -32,6 +36,15 @@ def _unpacked_fp4(kernel: str, b: Builder, name: str, packed):
     out = b.new_temp(DT.DT_FP4_E2M1, packed.shape[:-1] + (S.mul(last, 2),),
                      packed.cap[:-1] + (cap * 2 if isinstance(cap, int) else None,))
     return b.op("fp4_unpack", out, [packed])
+
+
+def _check_fp4_inputs(request: SpecializationRequest, args: dict, where: str) -> None:
+    """The unpacked values of a DT_FP4_E2M1 parameter were not written (they would never reach the caller)."""
+    for t in request.tensors:
+        if t.dtype == DT.DT_FP4_E2M1 and args[t.param].storage.kind != TEMP:
+            raise KernelTraceError(f"kernel '{request.kernel_name}': parameter '{t.param}': a DT_FP4_E2M1 parameter "
+                                   f"is an input here (its values are unpacked on entry); write FP4 results into a "
+                                   f"DT_FP4_E2M1X2 tensor (kernel at {where})")
 
 
 def trace(prepared, request: SpecializationRequest) -> Kernel:
@@ -64,7 +77,7 @@ def trace(prepared, request: SpecializationRequest) -> Kernel:
                                 param_index=t.index, param_name=t.param)
             val.storage.cname = f"p_{_cident(t.param)}"
             params[t.param] = val
-            args[t.param] = _unpacked_fp4(request.kernel_name, b, t.param, val) if packed else val
+            args[t.param] = _unpacked_fp4(request.kernel_name, b, t, val) if packed else val
         for s in request.scalars:
             kind = S.FLOAT if s.dtype.is_float else (S.BOOL if s.dtype.name == "DT_BOOL" else S.INT)
             scalar_vars[s.param] = S.var(s.param, f"s_{_cident(s.param)}", kind)
@@ -90,11 +103,7 @@ def trace(prepared, request: SpecializationRequest) -> Kernel:
             raise KernelTraceError(f"kernel '{request.kernel_name}': a kernel returns nothing (got a "
                                    f"{type(result).__name__}); write results into output tensors with "
                                    f"out[:] = ..., out.move(...) or pypto.assemble(...) (kernel at {where})")
-        for t in request.tensors:
-            if t.dtype == DT.DT_FP4_E2M1 and args[t.param].storage.kind != TEMP:
-                raise KernelTraceError(f"kernel '{request.kernel_name}': parameter '{t.param}': a DT_FP4_E2M1 "
-                                       f"parameter is an input here (its values are unpacked on entry); write "
-                                       f"FP4 results into a DT_FP4_E2M1X2 tensor (kernel at {where})")
+        _check_fp4_inputs(request, args, where)
         if b.left_early:
             raise KernelTraceError(f"kernel '{request.kernel_name}': `break` / `return` inside a pypto.loop body "
                                    f"is not supported (the loop at {b.left_early[0]} was left before its body "

@@ -143,3 +143,16 @@ def test_scaled_mm_refuses_fp4_values_with_packed_pairs():
                                     out, scale, scale),
                     out, "kernel 'fp4_mix'", "scaled_mm", "DT_FP4_E2M1X2 operands go together",
                     "mat_a fp4_e2m1, mat_b float4_e2m1fn_x2")
+
+
+def test_a_named_last_dim_of_an_fp4_parameter_is_refused():
+    n = pypto.frontend.dynamic("N")
+
+    @pypto.frontend.jit
+    def fp4_named(x: pypto.Tensor([4, n], pypto.DT_FP4_E2M1), out: pypto.Tensor([4, n], pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(4, 16)
+        out[:] = pypto.cast(x, pypto.DT_FP32)
+
+    out = torch.full((4, 16), 2.0)
+    fails_untouched(pypto.KernelTraceError, lambda: fp4_named(torch.zeros(4, 8, dtype=torch.uint8), out), out,
+                    "kernel 'fp4_named'", "parameter 'x'", "cannot be a named dim")
