@@ -218,7 +218,8 @@ void test_dtypes() {
     CHECK(dtype_itemsize(c) == 1);
     CHECK(dtype_accepts(c, u8) && !dtype_accepts(c, f32));
   }
-  CHECK(std::string(dtype_name(PYPTO_DT_HF8)) == "hifloat8" && std::string(dtype_name(PYPTO_DT_FP4_E2M1)) == "fp4_e2m1");
+  CHECK(std::string(dtype_name(PYPTO_DT_HF8)) == "hifloat8");
+  CHECK(std::string(dtype_name(PYPTO_DT_FP4_E2M1)) == "fp4_e2m1");
   CHECK(dtype_accepts(PYPTO_DT_FP4_E2M1, f4x2) && !dtype_accepts(PYPTO_DT_HF8, f4x2));  // the same packed bytes
   CHECK(dtype_accepts(PYPTO_DT_FP4_E2M1X2, u8) && dtype_accepts(PYPTO_DT_FP4_E2M1X2, f4x2));
   CHECK(!dtype_accepts(PYPTO_DT_UINT8, f4x2) && dtype_accepts(kAnyDType, u8) && !dtype_accepts(PYPTO_DT_HF4, u8));

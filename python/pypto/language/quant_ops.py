@@ -217,7 +217,8 @@ def _check_mx_operands(b, op: str, da: DT, db: DT) -> None:
 def scaled_mm(mat_a, mat_b, out_dtype, scale_a, scale_b, *, a_trans=False, b_trans=False, scale_a_trans=False,
               scale_b_trans=False, c_matrix_nz=False, extend_params=None):
     """(mat_a * scale_a) @ (mat_b * scale_b) for MX operands: FP8 (DT_FP8E4M3 / DT_FP8E5M2, mixed freely), both
-    DT_FP4_E2M1X2 (packed along the stored last dim) or both DT_FP4_E2M1 (shapes count values), with DT_FP8E8M0 scales, one per 32 values along K:
+    DT_FP4_E2M1X2 (packed along the stored last dim) or both DT_FP4_E2M1 (shapes count values), with DT_FP8E8M0
+    scales, one per 32 values along K:
     scale_a [M, ceil(K/64), 2] ([ceil(K/64), M, 2] with scale_a_trans), scale_b [ceil(K/64), N, 2]
     ([N, ceil(K/64), 2] with scale_b_trans), entry [.., g, .., h] scaling K indices 64g+32h .. 64g+32h+31.
     Products accumulate in FP32; extend_params 'bias_tensor' (FP16/BF16/FP32, broadcast to [M, N]) is added and

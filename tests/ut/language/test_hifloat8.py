@@ -104,7 +104,8 @@ def _probe() -> torch.Tensor:
     edges = [32768.0, 40959.99, 40960.0, 49152.0, 1e30, float("inf"), float("nan"), 0.0, -0.0, 2.0 ** -23,
              2.0 ** -23 * (1 - 2 ** -20), 2.0 ** -24, 1e-40, 1.5 * 2 ** -16, 1.25 * 2 ** -15]
     g = torch.Generator().manual_seed(5)
-    rnd = (torch.rand(4000, generator=g, dtype=torch.float64) * 60 - 30).exp2() * (torch.rand(4000, generator=g) - .5).sign()
+    mag = (torch.rand(4000, generator=g, dtype=torch.float64) * 60 - 30).exp2()
+    rnd = mag * (torch.rand(4000, generator=g, dtype=torch.float64) - .5).sign()
     x = torch.tensor(vals + mids + near + edges, dtype=torch.float64)
     return torch.cat([x, -x, rnd]).to(torch.float32)
 
