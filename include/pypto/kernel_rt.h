@@ -6,6 +6,7 @@
  * code uses GCC vector types, builtins and inline asm). Provides
  *   - half / bf16 storage types with exact round-to-nearest-even conversion from float (bit manipulation);
  *   - FP8 (e4m3fn, e5m2, e8m0fnu) storage types converted as torch converts them, the packed FP4 pair as bytes;
+ *     HiFloat8 (kernel_hifloat8.h, included after this namespace);
  *   - Cvt<To>::from(x): the one conversion every generated load/store goes through;
  *   - integer helpers with Python semantics (floor division / modulo) used by symbolic index expressions;
  *   - math wrappers overloaded on float/double;
@@ -789,6 +790,7 @@ static int run_parts(int64_t nparts, int32_t, F& part) {
 
 }  // namespace pypto_rt
 
+#include "kernel_hifloat8.h"
 #include "kernel_vmath.h"
 
 #ifdef PYPTO_RT_THREADS

@@ -15,7 +15,8 @@ CTYPE = {
     DT.DT_INT64: "int64_t", DT.DT_UINT8: "uint8_t", DT.DT_FP16: "pypto_rt::half", DT.DT_BF16: "pypto_rt::bf16",
     DT.DT_FP32: "float", DT.DT_FP64: "double", DT.DT_UINT16: "uint16_t", DT.DT_UINT32: "uint32_t",
     DT.DT_UINT64: "uint64_t", DT.DT_FP8E4M3: "pypto_rt::fp8_e4m3fn", DT.DT_FP8E5M2: "pypto_rt::fp8_e5m2",
-    DT.DT_FP8E8M0: "pypto_rt::fp8_e8m0fnu", DT.DT_FP4_E2M1X2: "pypto_rt::fp4_e2m1x2",
+    DT.DT_FP8E8M0: "pypto_rt::fp8_e8m0fnu", DT.DT_FP4_E2M1X2: "pypto_rt::fp4_e2m1x2", DT.DT_HF8: "pypto_rt::hifloat8",
+    DT.DT_FP4_E2M1: "pypto_rt::fp4_e2m1",   # one value per byte once unpacked (kernel_quant.h)
 }
 
 

@@ -159,7 +159,7 @@ def headers_digest() -> str:
     def get():
         h = hashlib.sha256()
         for name in ("kernel_abi.h", "kernel_rt.h", "kernel_vmath.h", "kernel_par.h", "kernel_gemm.h",
-                     "kernel_quant.h", "kernel_shmem.h", "kernel_shmem_ring.h"):
+                     "kernel_quant.h", "kernel_shmem.h", "kernel_shmem_ring.h", "kernel_hifloat8.h"):
             h.update((include_dir() / "pypto" / name).read_bytes())
         return h.hexdigest()
 
