@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import re
 import subprocess
+import sysconfig
 import sys
 from functools import lru_cache
 from pathlib import Path
@@ -19,7 +20,10 @@ PACKAGE = ROOT / "python" / "pypto"
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 # folders a relative path in the docs may be written from: the root, the package, the C++ sources, and the
 # installed package's parent (`pypto/include/pypto/*.h`, `pypto/lib/cmake/...` are shipped in the wheel)
-BASES = [ROOT, PACKAGE, ROOT / "src", ROOT / "include", ROOT / "python", Path(pypto.__file__).resolve().parents[1]]
+# the installed package's folders count too; an editable install keeps its built files (include/, lib/cmake/) in
+# site-packages while pypto.__file__ points into the checkout
+BASES = [ROOT, PACKAGE, ROOT / "src", ROOT / "include", ROOT / "python", Path(pypto.__file__).resolve().parents[1],
+         *{Path(p) for p in (sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"])}]
 # names the docs use for files that a command writes (not files of the checkout)
 WRITTEN = {"manifest.json", "r.json", "bundle/", "plots/", "pypto_dump", "dump", "lib/", "app"}
 EXTENSIONS = ("py", "md", "cpp", "h", "hpp", "txt", "toml", "sh", "cmake", "pyi", "in", "cfg", "json")
