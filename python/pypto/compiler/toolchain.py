@@ -10,6 +10,7 @@ import atexit
 import contextlib
 import errno
 import hashlib
+import importlib.util
 import os
 import re
 import signal
@@ -83,6 +84,20 @@ def include_dir() -> Path:
     if (p / "pypto" / "kernel_abi.h").is_file():
         return p
     return package.parents[1] / "include"
+
+
+def library_dir() -> Path:
+    """Directory holding libpypto_shmem.so: the installed package's lib/, else the lib/ beside the native core
+    (an editable install builds both into site-packages while this file stays in the checkout)."""
+    package = Path(__file__).resolve().parents[1] / "lib"
+    if (package / "libpypto_shmem.so").is_file():
+        return package
+    spec = importlib.util.find_spec("pypto._core")
+    if spec is not None and spec.origin:
+        beside = Path(spec.origin).resolve().parent / "lib"
+        if (beside / "libpypto_shmem.so").is_file():
+            return beside
+    return package
 
 
 def _once(name, fn):
@@ -231,7 +246,7 @@ def link_flags(source: str) -> list:
     if "#include <pypto/kernel_shmem.h>" not in source:
         return []
     # (the linked library's path is not in the cache key: it is the installed package's, fixed per install)
-    lib = tool_path(Path(__file__).resolve().parents[1] / "lib")
+    lib = tool_path(library_dir())
     return ["-L", lib, f"-Wl,-rpath,{lib}", "-lpypto_shmem"]
 
 

@@ -17,6 +17,7 @@ import secrets
 import threading
 from pathlib import Path
 
+from ..compiler.toolchain import library_dir
 from ..errors import DistributedError
 from .groups import _dist, group_of
 
@@ -27,11 +28,6 @@ MAX_PES = 64
 _lock = threading.Lock()
 _lib = None
 _windows: dict = {}          # key -> (bases, nbytes)
-
-
-def library_dir() -> Path:
-    """Directory holding libpypto_shmem.so (the installed package's lib/)."""
-    return Path(__file__).resolve().parents[1] / "lib"
 
 
 def _load():
