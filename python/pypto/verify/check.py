@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from ..errors import KernelRuntimeError
 from .launch import launch
+from .verify_log import write_report
 
 
 # ---- verify_options: compare every stage with golden data --------------------------------------------------------
@@ -58,6 +59,7 @@ class StageReport:
     status: str                     # "ok", "mismatch", "error" (the stage failed), "skipped"
     detail: str = ""
     worst: dict = field(default_factory=dict)   # tensor name -> {"index", "got", "golden", "abs_diff"}
+    tensors: dict = field(default_factory=dict)  # tensor name -> (parameter index, PASS/FAILED/NO_COMPARE, note)
 
 
 def _compare(got, golden, rtol, atol):
@@ -155,6 +157,7 @@ def verify(kernel_ir, request, library: str, args_by_name: dict, options, num_th
         reports.append(rep)
         if rep.detail:
             failures.append(f"stage {stage}: {rep.detail}")
+    write_report(name, reports)
     if failures:
         raise KernelRuntimeError(f"kernel '{name}': pass verify failed: " + " | ".join(failures))
     return reports
@@ -168,15 +171,18 @@ def _compare_stage(stage: str, tspecs, written: set, outs, goldens, results: dic
     msgs = []
     for i, t in enumerate(tspecs):
         if t.index not in written:
+            rep.tensors[t.param] = (i, "NO_COMPARE", "not written by the kernel")
             continue
         gold = goldens[i] if goldens is not None else None
         src = "golden data"
         if gold is None and goldens is None and stage != "TENSOR_GRAPH" and "TENSOR_GRAPH" in results:
             gold, src = results["TENSOR_GRAPH"][i], "the TENSOR_GRAPH stage (IR interpreter)"
         if gold is None:
+            rep.tensors[t.param] = (i, "NO_COMPARE", "no golden data")
             continue
         nbad, worst = _compare(outs[i], gold, rtol, atol)
         if nbad == 0:
+            rep.tensors[t.param] = (i, "PASS", f"against {src}")
             continue
         rep.status = "mismatch"
         rep.worst[t.param] = worst
@@ -187,6 +193,7 @@ def _compare_stage(stage: str, tspecs, written: set, outs, goldens, results: dic
             msgs.append(f"tensor '{t.param}': {nbad} of {outs[i].numel()} elements differ from {src} beyond "
                         f"rtol={rtol:g}, atol={atol:g}; worst at index {worst['index']}: got {worst['got']!r}, "
                         f"golden {worst['golden']!r} (|diff| {worst['abs_diff']:.6g})")
+        rep.tensors[t.param] = (i, "FAILED", msgs[-1])
     rep.detail = "; ".join(msgs)
     return rep
 

@@ -244,3 +244,52 @@ def test_verify_reports_a_failing_run_time_check_in_every_stage():
     k_rows(_rand(3, 8, seed=2), out, 2)
     torch.testing.assert_close(out[:2], _rand(3, 8, seed=2)[:2] + 1.0)
     assert bool((out[2] == 6.0).all())
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the verify log (pypto_impl.LogTopFolder()/verify/interpreter.log), as the reference's tests read it
+# ---------------------------------------------------------------------------------------------------------------
+
+def _log_text(monkeypatch, tmp_path):
+    monkeypatch.setenv("TILE_FWK_OUTPUT_DIR", str(tmp_path))
+    folder = pypto.pypto_impl.LogTopFolder()
+    assert folder == pypto.pypto_impl.LogTopFolder()          # one folder per process and output dir
+    assert os.path.dirname(folder) == str(tmp_path)
+    assert re.fullmatch(rf"output_\d{{8}}_\d{{6}}_\d{{6}}_{os.getpid()}_.+", os.path.basename(folder))
+    log = os.path.join(folder, "verify", "interpreter.log")
+    return lambda: open(log, encoding="utf-8").read() if os.path.exists(log) else ""
+
+
+def test_verify_log_reports_what_each_stage_checked(monkeypatch, tmp_path):
+    read = _log_text(monkeypatch, tmp_path)
+    k = pypto.frontend.jit(_body, verify_options={"enable_pass_verify": True})
+    x, y = _rand(4, 8, seed=11), _rand(4, 8, seed=12)
+    pypto.set_verify_golden_data(goldens=[None, None, _ref(x, y)])
+    out = torch.zeros(4, 8)
+    k(x, y, out)
+    torch.testing.assert_close(out, _ref(x, y), rtol=1e-5, atol=1e-5)
+    text = read()
+    for stage in ("TENSOR_GRAPH", "CODEGEN_BINARY"):
+        assert f"[EVENT]" in text and f"_body {stage} Verify for tensor 'out' (tensor parameter 2) result PASS " \
+                                      f"(against golden data)" in text
+        assert f"_body {stage} Verify for tensor 'x' (tensor parameter 0) result NO_COMPARE (not written by " \
+               f"the kernel)" in text
+    assert not re.search("error|fail", text, re.IGNORECASE)    # the reference suite's check of a passing run
+
+
+def test_verify_log_marks_a_mismatch_failed(monkeypatch, tmp_path):
+    read = _log_text(monkeypatch, tmp_path)
+    k = pypto.frontend.jit(_body, verify_options={"enable_pass_verify": True,
+                                                  "pass_verify_pass_filter": ["TENSOR_GRAPH"]})
+    x, y = _rand(3, 8, seed=13), _rand(3, 8, seed=14)
+    bad = _ref(x, y)
+    bad[2, 3] += 1.0
+    pypto.set_verify_golden_data(goldens=[None, None, bad])
+    out = torch.full((3, 8), 7.0)
+    with pytest.raises(KernelRuntimeError, match="pass verify failed"):
+        k(x, y, out)
+    assert bool((out == 7.0).all())
+    text = read()
+    assert re.search(r"\[ERROR\]\[tid:\d+\] \[VERIFY:FAIL\] _body TENSOR_GRAPH Verify for tensor 'out' \(tensor "
+                     r"parameter 2\) result FAILED: tensor 'out': 1 of 24 elements differ from golden data", text)
+    assert "_body CODEGEN_BINARY Verify result NO_COMPARE (not in pass_verify_pass_filter)" in text
