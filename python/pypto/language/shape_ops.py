@@ -68,19 +68,30 @@ def view(t, shape, offsets, valid_shape=None):
                                            f"shape {S.to_text(d)}", op)
         logical = valid
     else:
-        logical = [_clamped(o, d, pd) for o, d, pd in zip(offsets, shape, t.shape)]
+        logical = [_clamped(b, o, d, pd) for o, d, pd in zip(offsets, shape, t.shape)]
     return _window(t, offsets, tuple(logical), cap, op)
 
 
-def _clamped(o, d, pd):
-    """The reference's inferred valid size of a view's dim: a tile that runs past the tensor's end (statically
-    known) holds only the tensor's remaining elements, `pd - o`; the tile shape stays its capacity."""
+def _clamped(b, o, d, pd):
+    """The reference's inferred valid size of a view's dim: a tile that runs past the tensor's end holds only the
+    tensor's remaining elements, `pd - o`; the tile shape stays its capacity. Statically known: that number. With
+    an offset that moves with a kernel loop (`64 * i` over a 144-wide dim): when the last iteration provably runs
+    past the end, `min(d, pd - o)`, a symbolic valid size; when every iteration provably fits, or nothing is known,
+    `d` (the window's run-time bounds check stays)."""
     fits = S.compare("<=", S.add(o, d), pd)
     if fits is False:
         rest = S.sub(pd, o)
         if isinstance(rest, int) and rest >= 0:
             return rest
-    return d
+    if fits is True or not isinstance(d, int) or not _moves_with_a_loop(b, o):
+        return d
+    last_end = b.loop_upper_bound(S.add(o, d))
+    if last_end is None or S.compare(">", last_end, pd) is not True:
+        return d
+    last_off = b.loop_upper_bound(o)
+    if last_off is None or S.compare("<", last_off, pd) is not True:
+        return d                        # an iteration would start past the end: the window's check reports it
+    return S.smin(d, S.sub(pd, o))
 
 
 def _norm_index(i, d, ax, op):

@@ -479,3 +479,40 @@ def test_view_starting_past_the_end_is_still_an_error():
     with pytest.raises(KernelTraceError, match=r"kernel 'k_past': view: dim 1: offset 9 \+ size 4 exceeds"):
         k_past(torch.zeros(4, 8), out)
     assert torch.equal(out, torch.full((4, 4), 5.0))
+
+
+@pypto.frontend.jit
+def k_loop_view_past_end(x: pypto.Tensor([pypto.STATIC, pypto.STATIC], pypto.DT_FP16),
+                         y: pypto.Tensor([pypto.STATIC, pypto.STATIC], pypto.DT_FP16),
+                         out: pypto.Tensor([pypto.STATIC, pypto.STATIC], pypto.DT_FP16)):
+    rows, cols = x.shape
+    for i in pypto.loop((rows + 63) // 64):
+        for j in pypto.loop((cols + 63) // 64):                 # the last tiles hold rows % 64, cols % 64
+            a = pypto.view(x, [64, 64], [i * 64, j * 64])
+            b = pypto.view(y, [64, 64], [i * 64, j * 64])
+            pypto.set_vec_tile_shapes(32, 32)
+            pypto.assemble(a * b + a, [i * 64, j * 64], out)
+
+
+@pytest.mark.parametrize("shape", [(72, 144), (64, 128), (5, 70)])
+def test_view_moving_with_a_loop_past_the_end_holds_the_remaining_elements(shape):
+    """A loop offset whose last tile runs past the end (64 * j over 144 columns): the tile's valid size is
+    min(64, 144 - 64 * j), as the reference infers it (reference: test_verify_frontend_jit.py::test_verify_dyn)."""
+    g = torch.Generator().manual_seed(5)
+    x, y = torch.rand(*shape, generator=g).half(), torch.rand(*shape, generator=g).half()
+    out = torch.full(shape, -1.0).half()
+    k_loop_view_past_end(x, y, out)
+    torch.testing.assert_close(out, x * y + x, rtol=1e-3, atol=1e-3)
+
+
+def test_view_moving_with_a_loop_past_the_end_every_time_is_still_an_error():
+    @pypto.frontend.jit
+    def k_past_loop(a: pypto.Tensor([4, 8], F32), out: pypto.Tensor([4, 4], F32)):
+        for j in pypto.loop(2):
+            pypto.assemble(pypto.view(a, [4, 4], [0, j * 4 + 8]), [0, 0], out)   # starts at 8, 12 of 8
+
+    out = torch.full((4, 4), 5.0)
+    with pytest.raises((KernelTraceError, KernelRuntimeError), match=r"kernel 'k_past_loop': view: dim 1: offset "
+                                                                     r"\(4\*\w+ \+ 8\) \+ size 4 exceeds"):
+        k_past_loop(torch.zeros(4, 8), out)
+    assert torch.equal(out, torch.full((4, 4), 5.0))
