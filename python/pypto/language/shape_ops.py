@@ -273,6 +273,15 @@ def _is_contiguous(t: Value) -> bool:
     return True
 
 
+def _dims_reordered(t: Value) -> bool:
+    """Whether t's dims are out of storage order (a transpose / permute result: a larger stride inside a smaller
+    one). The reference computes such a result into a new tensor, so `reshape(inplace=True)` of it aliases that
+    new tensor; here the transpose is a view and the reshape copies it instead (the same values, and the result
+    aliases nothing the kernel can name but this reshape)."""
+    strides = [s for d, s in zip(t.shape, t.strides) if not (isinstance(d, int) and d == 1)]
+    return any(S.compare("<", a, c) is True for a, c in zip(strides, strides[1:]))
+
+
 def contiguous(t: Value, op="contiguous") -> Value:
     t = check_tensor(t, op)
     if _is_contiguous(t):
@@ -291,9 +300,11 @@ def reshape(t, shape, valid_shape=None, inplace=False):
     """A tensor with the same elements in row-major order and a new shape (one entry may be -1).
 
     A contiguous input is viewed without copying; otherwise it is copied first. `inplace=True` promises a
-    view: the input must be contiguous (an error otherwise) and the result aliases it, so writes through
-    the result write the input — use it for DYNAMIC inputs, whose element count is only known at run time
-    (the count is then checked when the kernel runs).
+    view: the input must be contiguous and the result aliases it, so writes through the result write the
+    input — use it for DYNAMIC inputs, whose element count is only known at run time (the count is then
+    checked when the kernel runs). A strided window (view, slice) with inplace=True is an error, as the
+    reference allows only inplace=False on a view; a transpose / permute result is copied (the reference's
+    transpose is a new tensor, which its reshape then aliases).
 
     `valid_shape=` (possibly symbolic) makes `shape` the static tile and `valid_shape` its logical region,
     like view(..., valid_shape=), and reshapes the valid elements, as the reference does: the input's valid
@@ -325,7 +336,7 @@ def reshape(t, shape, valid_shape=None, inplace=False):
     b.check(S.compare("==", _numel(shape), total),
             f"cannot reshape a tensor of shape {fmt_shape(t.shape)} into {fmt_shape(shape)} (element count "
             f"differs)", op)
-    if inplace and not _is_contiguous(t):
+    if inplace and not _is_contiguous(t) and not _dims_reordered(t):
         raise b.error(op, f"inplace=True needs a contiguous input; this one (shape {fmt_shape(t.shape)}) is a "
                           f"strided view — drop inplace=True to copy, or pypto.clone it first")
     src = t if _is_contiguous(t) else _packed_copy(t)

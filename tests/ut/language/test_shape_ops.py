@@ -88,15 +88,23 @@ def test_reshape_copies_strided_input_and_inplace_refuses():
     assert torch.equal(out, x.t().reshape(15))
 
     @pypto.frontend.jit
-    def k_inplace(x: pypto.Tensor, out: pypto.Tensor):
+    def k_inplace_t(x: pypto.Tensor, out: pypto.Tensor):      # a transpose result: copied, as k above
         out[:] = pypto.reshape(pypto.transpose(x, 0, 1), [15], inplace=True)
 
-    out = torch.full((15,), 4.0)
+    out = torch.zeros(15)
+    k_inplace_t(x, out)
+    assert torch.equal(out, x.t().reshape(15))
+
+    @pypto.frontend.jit
+    def k_inplace(x: pypto.Tensor, out: pypto.Tensor):        # a strided window: refused, as the reference
+        out[:] = pypto.reshape(x[:, 1:4], [9], inplace=True)
+
+    out = torch.full((9,), 4.0)
     with pytest.raises(KernelTraceError) as ei:
         k_inplace(x, out)
     msg = str(ei.value)
     assert "k_inplace" in msg and "reshape" in msg and "inplace=True needs a contiguous input" in msg
-    assert torch.equal(out, torch.full((15,), 4.0))
+    assert torch.equal(out, torch.full((9,), 4.0))
 
 
 def test_reshape_errors():
@@ -516,3 +524,27 @@ def test_view_moving_with_a_loop_past_the_end_every_time_is_still_an_error():
                                                                      r"\(4\*\w+ \+ 8\) \+ size 4 exceeds"):
         k_past_loop(torch.zeros(4, 8), out)
     assert torch.equal(out, torch.full((4, 4), 5.0))
+
+
+@pypto.frontend.jit
+def k_inplace_of_transpose(x: pypto.Tensor([pypto.DYNAMIC, 4, 4], F32), out: pypto.Tensor([pypto.DYNAMIC, 4, 4], F32)):
+    """The reference's mhc-sinkhorn idiom (ut/interpreter/test_mhc_sinkhorn.py): reshape(inplace=True) of a
+    transposed row tile, whose transpose the reference computes into a new tensor."""
+    t = x.shape[0]
+    flat = pypto.reshape(x, [t, 16], inplace=True)
+    for i in pypto.loop(0, (t + 7) // 8):
+        rows = (t - i * 8).min(8)
+        tile = pypto.transpose(pypto.view(flat, [8, 16], [i * 8, 0], valid_shape=[rows, 16]), 1, 0)
+        cube = pypto.reshape(tile, [4, 4, rows], inplace=True)       # [j, k, row]
+        cube = cube / pypto.sum(cube, 1, True)                    # over k
+        back = pypto.transpose(pypto.reshape(cube, [16, rows]), 1, 0)
+        out[i * 8:, :, :] = pypto.reshape(back, [rows, 4, 4])
+
+
+@pytest.mark.parametrize("n", [8, 3, 19])
+def test_reshape_inplace_of_a_transposed_tile_copies_it(n):
+    x = torch.rand(n, 4, 4, generator=torch.Generator().manual_seed(n)) + 0.5
+    out = torch.full((n, 4, 4), -1.0)
+    k_inplace_of_transpose(x, out)
+    torch.testing.assert_close(out, x / x.sum(2, keepdim=True), rtol=1e-6, atol=1e-6)
+    assert torch.equal(x, torch.rand(n, 4, 4, generator=torch.Generator().manual_seed(n)) + 0.5)   # input intact
