@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from ..errors import KernelRuntimeError
 from .launch import launch
-from .verify_log import write_report
+from .verify_log import log_top_folder, write_report
 
 
 # ---- verify_options: compare every stage with golden data --------------------------------------------------------
@@ -220,7 +220,8 @@ def _save(vo, name, stage, tspecs, outs):
         return
     import torch
 
-    d = os.path.join(vo.get("pass_verify_save_tensor_dir") or os.path.join(os.getcwd(), "pypto_verify"), name)
+    # the reference's default: its log folder (<LogTopFolder>, where the verify log is too)
+    d = os.path.join(vo.get("pass_verify_save_tensor_dir") or os.path.join(log_top_folder(), "verify"), name)
     os.makedirs(d, exist_ok=True)
     for t, o in zip(tspecs, outs):
         torch.save(o, os.path.join(d, f"{stage}_{t.param}.pt"))

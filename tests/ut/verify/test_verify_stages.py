@@ -287,6 +287,10 @@ def test_verify_log_reports_what_each_stage_checked(monkeypatch, tmp_path):
         assert f"_body {stage} Verify for tensor 'x' (tensor parameter 0) result NO_COMPARE (not written by " \
                f"the kernel)" in text
     assert not re.search("error|fail", text, re.IGNORECASE)    # the reference suite's check of a passing run
+    saving = pypto.frontend.jit(_body, verify_options={"enable_pass_verify": True, "pass_verify_save_tensor": True})
+    saving(x, y, torch.zeros(4, 8))                           # saved next to the log by default, as the reference
+    saved = os.path.join(pypto.pypto_impl.LogTopFolder(), "verify", "_body", "CODEGEN_BINARY_out.pt")
+    torch.testing.assert_close(torch.load(saved), _ref(x, y), rtol=1e-5, atol=1e-5)
 
 
 def test_verify_log_marks_a_mismatch_failed(monkeypatch, tmp_path):
