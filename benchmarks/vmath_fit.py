@@ -119,6 +119,23 @@ def fit_sincos():
     show("cos Q(r^2)", c, e)
 
 
+def fit_erfc():
+    # erfc(x) = exp(-x^2) erfcx(x) for x >= 0, erfcx(x) = P(t) with t = 3 / (3 + x) on [0, 10.5] (erfc underflows
+    # past it); evaluated in fp64, so the coefficients are fp64 literals; relative error of erfcx
+    def erfcx(x):
+        return mp.exp(x * x) * mp.erfc(x)
+    c, e = lawson(erfcx, lambda v: 3 / (3 + v), lambda v: 1 / float(erfcx(mp.mpf(float(v)))), 0.0, 10.5, 10)
+    print(f"erfcx P(t): max relative error {e:.3g}")
+    print("  " + ", ".join(float(v).hex() for v in c))
+
+
+def fit_exp2d():
+    # vm_exp2d: 2^r on |r| <= 1/2 in fp64 (pow, erfc); relative error
+    c, e = lawson(lambda r: mp.mpf(2) ** r, lambda v: v, lambda v: 1 / 2.0 ** v, -0.5, 0.5, 7)
+    print(f"2^r: max relative error {e:.3g}")
+    print("  " + ", ".join(float(v).hex() for v in c))
+
+
 def table_2opi():
     # kernel_vmath.h's vm_2opi: for each float exponent E = -3 ... 104 (x = m 2^E, m a 24-bit integer), the 96
     # bits of 2/pi from bit E - 1 on (bit k weighs 2^-k; bits before the first are 0), as three 32-bit words
@@ -134,7 +151,7 @@ def table_2opi():
         print("    " + ", ".join(f"0x{v:08x}u" for v in out[i:i + 9]) + ",")
 
 
-FITS = {"atan": fit_atan, "tanh": fit_tanh, "log": fit_log, "exp2": fit_exp2, "expm1": fit_expm1, "erf": fit_erf, "sincos": fit_sincos,
+FITS = {"atan": fit_atan, "tanh": fit_tanh, "log": fit_log, "exp2": fit_exp2, "expm1": fit_expm1, "erf": fit_erf, "sincos": fit_sincos, "erfc": fit_erfc, "exp2d": fit_exp2d,
         "2opi": table_2opi}
 
 if __name__ == "__main__":

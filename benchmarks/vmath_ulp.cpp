@@ -41,6 +41,7 @@ float f_exp2(float x) { return pypto_rt::exp2_(x); }
 float f_expm1(float x) { return pypto_rt::expm1_(x); }
 float f_tanh(float x) { return pypto_rt::tanh_(x); }
 float f_erf(float x) { return pypto_rt::erf_(x); }
+float f_erfc(float x) { return pypto_rt::erfc_(x); }
 float f_sinh(float x) { return pypto_rt::sinh_(x); }
 float f_cosh(float x) { return pypto_rt::cosh_(x); }
 float f_asinh(float x) { return pypto_rt::asinh_(x); }
@@ -66,6 +67,7 @@ const Case CASES[] = {
     {"expm1", f_expm1, expm1, -30.0f, 88.72f},
     {"tanh", f_tanh, tanh, -10.0f, 10.0f},
     {"erf", f_erf, erf, -4.5f, 4.5f},
+    {"erfc", f_erfc, erfc, -4.5f, 10.1f},
     {"sinh", f_sinh, sinh, -89.4f, 89.4f},
     {"cosh", f_cosh, cosh, -89.4f, 89.4f},
     {"asinh", f_asinh, asinh, -0x1.fffffep127f, 0x1.fffffep127f},

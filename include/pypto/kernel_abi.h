@@ -20,7 +20,7 @@
 
 #include <stdint.h>
 
-#define PYPTO_KERNEL_ABI_VERSION 2u /* 2: dtype codes 10-23 */
+#define PYPTO_KERNEL_ABI_VERSION 3u /* 2: dtype codes 10-23; 3: HF8 and FP4_E2M1 arguments */
 #define PYPTO_MAX_RANK 8
 
 #ifdef __cplusplus
@@ -30,7 +30,12 @@ extern "C" {
 /* dtype codes shared by runtime, manifest and codegen (python/pypto/vocab/dtypes.py mirrors them). Codes below
  * PYPTO_DT_COUNT that are marked "named only" have no storage layout here: no tensor argument carries them.
  * PYPTO_DT_FP4_E2M1X2 packs two FP4 E2M1 values in one byte (element 2i in the low nibble, 2i+1 in the high
- * nibble, as torch.float4_e2m1fn_x2); its shape counts bytes. */
+ * nibble, as torch.float4_e2m1fn_x2); its shape counts bytes.
+ * PYPTO_DT_HF8 (HiFloat8) is one byte per element, the encoding of include/pypto/kernel_hifloat8.h; torch has no
+ * such dtype, so its tensors arrive as uint8 (DLPack kDLUInt 8): the argument's annotation says how to read them.
+ * PYPTO_DT_FP4_E2M1 is stored as DT_FP4_E2M1X2 (two values per byte, element 2i in the low nibble) and arrives as
+ * uint8 too, but its shape counts values: `shape` holds the bytes the caller passed, and the kernel's last dim is
+ * twice the last entry of `shape` (a kernel reads it as shape[ndim - 1] * 2). */
 typedef enum PyptoDType {
   PYPTO_DT_BOOL = 0,
   PYPTO_DT_INT8 = 1,
@@ -50,12 +55,12 @@ typedef enum PyptoDType {
   PYPTO_DT_FP8E4M3 = 15, /* float8_e4m3fn: no infinities, NaN = S.1111.111, max 448 */
   PYPTO_DT_FP8E5M2 = 16, /* float8_e5m2: IEEE-like, max 57344 */
   PYPTO_DT_FP8E8M0 = 17, /* float8_e8m0fnu: 2^(e-127), no sign, no zero, NaN = 0xff */
-  PYPTO_DT_FP4_E2M1 = 18, /* named only */
+  PYPTO_DT_FP4_E2M1 = 18, /* two per byte, uint8 storage; the kernel's last dim is twice the bytes */
   PYPTO_DT_FP4_E2M1X2 = 19,
   PYPTO_DT_FP4_E1M2 = 20,   /* named only */
   PYPTO_DT_FP4_E1M2X2 = 21, /* named only */
   PYPTO_DT_HF4 = 22,        /* named only */
-  PYPTO_DT_HF8 = 23,        /* named only */
+  PYPTO_DT_HF8 = 23,        /* HiFloat8, uint8 storage (kernel_hifloat8.h) */
   PYPTO_DT_COUNT = 24
 } PyptoDType;
 

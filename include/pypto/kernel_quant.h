@@ -25,6 +25,17 @@ static inline float fp4_e2m1_value(uint32_t nibble) {
   return (nibble & 8u) ? -v : v;
 }
 
+/* one FP4 E2M1 value per byte (the code in the low nibble): how a kernel holds a DT_FP4_E2M1 argument after
+ * unpacking its pairs (codegen/quant.py op_fp4_unpack); read as float, never computed on */
+struct fp4_e2m1 {
+  uint8_t bits;
+  operator float() const { return fp4_e2m1_value(bits); }
+};
+template <>
+struct Cvt<fp4_e2m1> {
+  static fp4_e2m1 from(fp4_e2m1 v) { return v; }
+};
+
 /* round half to even of a small non-negative float (exact: every step is exact for these magnitudes) */
 static inline uint32_t rne_small(float x) {
   const float q = std::floor(x);

@@ -6,6 +6,7 @@
  * code uses GCC vector types, builtins and inline asm). Provides
  *   - half / bf16 storage types with exact round-to-nearest-even conversion from float (bit manipulation);
  *   - FP8 (e4m3fn, e5m2, e8m0fnu) storage types converted as torch converts them, the packed FP4 pair as bytes;
+ *     HiFloat8 (kernel_hifloat8.h, included after this namespace);
  *   - Cvt<To>::from(x): the one conversion every generated load/store goes through;
  *   - integer helpers with Python semantics (floor division / modulo) used by symbolic index expressions;
  *   - math wrappers overloaded on float/double;
@@ -432,7 +433,8 @@ static inline double acosh_(double x) { return __builtin_acosh(x); }
 static inline double asinh_(double x) { return __builtin_asinh(x); }
 static inline double cosh_(double x) { return __builtin_cosh(x); }
 static inline double sinh_(double x) { return __builtin_sinh(x); }
-PYPTO_RT_UNARY(erfc_, __builtin_erfcf, __builtin_erfc)
+static inline double erfc_(double x) { return __builtin_erfc(x); }
+static inline float erfc_(float x); /* kernel_vmath.h */
 static inline double cbrt_(double x) { return __builtin_cbrt(x); }
 static inline double tan_(double x) { return __builtin_tan(x); }
 PYPTO_RT_UNARY(floor_, __builtin_floorf, __builtin_floor)
@@ -788,6 +790,7 @@ static int run_parts(int64_t nparts, int32_t, F& part) {
 
 }  // namespace pypto_rt
 
+#include "kernel_hifloat8.h"
 #include "kernel_vmath.h"
 
 #ifdef PYPTO_RT_THREADS

@@ -354,8 +354,8 @@ static inline vm_trigred vm_trig_reduce_big(float ax) {
   return t;
 }
 /* Both computed and selected, so the element loop stays branch-free and vectorizes. The big path costs ~5x the
- * small one (benchmarks/vmath_trig_speed.cpp); skipping it needs a per-vector "any lane >= 2^20" test in the
- * loop, which a per-element function cannot express. */
+ * small one (benchmarks/vmath_trig_speed.cpp); the block forms below skip it where a whole block is small, which a
+ * per-element function cannot express. */
 static inline vm_trigred vm_trig_reduce(float x) {
   const float ax = __builtin_fabsf(x);
   const vm_trigred s = vm_trig_reduce_small(ax), b = vm_trig_reduce_big(ax);
@@ -381,36 +381,63 @@ static inline float vm_cos_poly(float r, float lo, float r2) {
   return PYPTO_RT_MADD(r2 * r2, p, PYPTO_RT_MADD(-0.5f, r2, 1.0f)) - r * lo; /* - lo sin(r) */
 }
 static inline float vm_flip(float v, uint32_t neg) { return bits_f32(f32_bits(v) ^ (neg << 31)); }
-static inline float sin_(float x) {
-  const vm_trigred t = vm_trig_reduce(x);
+/* Each function is written once on a given reduction t of x: sin_/cos_/tan_ pass vm_trig_reduce (both paths),
+ * the block forms below pass the small one where a block allows it; for |x| < 2^20 the two reductions are the
+ * same, so both give the same bits. */
+static inline float vm_sin_of(float x, vm_trigred t) {
   const float r2 = t.r * t.r;
   const float v = (t.q & 1u) ? vm_cos_poly(t.r, t.lo, r2) : vm_sin_poly(t.r, t.lo, r2);
   const float y = vm_flip(v, ((t.q >> 1) & 1u) ^ (f32_bits(x) >> 31));
   return __builtin_fabsf(x) < 0x1p-12f ? x : (x - x == 0.0f ? y : vm_nan()); /* tiny: x (keeps subnormals) */
 }
-static inline float cos_(float x) {
-  const vm_trigred t = vm_trig_reduce(x);
+static inline float vm_cos_of(float x, vm_trigred t) {
   const float r2 = t.r * t.r;
   const float v = (t.q & 1u) ? vm_sin_poly(t.r, t.lo, r2) : vm_cos_poly(t.r, t.lo, r2);
   const float y = vm_flip(v, ((t.q >> 1) ^ t.q) & 1u);
   return x - x == 0.0f ? y : vm_nan();
 }
 /* tan = sin(r) / cos(r), or -cos(r) / sin(r) in the odd quadrants */
-static inline float tan_(float x) {
-  const vm_trigred t = vm_trig_reduce(x);
+static inline float vm_tan_of(float x, vm_trigred t) {
   const float r2 = t.r * t.r;
   const float s = vm_sin_poly(t.r, t.lo, r2), c = vm_cos_poly(t.r, t.lo, r2);
   const float v = (t.q & 1u) ? -c / s : s / c;
   const float y = vm_flip(v, f32_bits(x) >> 31);
   return __builtin_fabsf(x) < 0x1p-12f ? x : (x - x == 0.0f ? y : vm_nan());
 }
+static inline float sin_(float x) { return vm_sin_of(x, vm_trig_reduce(x)); }
+static inline float cos_(float x) { return vm_cos_of(x, vm_trig_reduce(x)); }
+static inline float tan_(float x) { return vm_tan_of(x, vm_trig_reduce(x)); }
 
-/* ---- pow, hypot, atan2 ---------------------------------------------------------------------------------------
+/* Block forms (codegen hoists the arguments of a block of N elements into a[], as for exp16): in place, with
+ * sin_/cos_/tan_'s bits. Where every |x| of the block is below 2^20 (the common case; inf and NaN count as
+ * large) only the fp64 Cody-Waite reduction runs: 2.6-2.7x less work than computing and selecting both
+ * (benchmarks/vmath_trig_speed.cpp). One test per block of N, a vectorized OR over the lanes. */
+template <int N>
+static inline bool vm_block_small(const float* a) {
+  uint32_t big = 0;
+  for (int l = 0; l < N; ++l) big |= (uint32_t)((f32_bits(a[l]) & 0x7fffffffu) >= 0x49800000u); /* 2^20 */
+  return big == 0;
+}
+#define PYPTO_VM_TRIG_BLOCK(NAME, OF)                                                                         \
+  template <int N>                                                                                            \
+  static inline void NAME(float* a) {                                                                         \
+    if (vm_block_small<N>(a)) {                                                                               \
+      for (int l = 0; l < N; ++l) a[l] = OF(a[l], vm_trig_reduce_small(__builtin_fabsf(a[l])));               \
+    } else {                                                                                                  \
+      for (int l = 0; l < N; ++l) a[l] = OF(a[l], vm_trig_reduce(a[l]));                                     \
+    }                                                                                                         \
+  }
+PYPTO_VM_TRIG_BLOCK(sin_block, vm_sin_of)
+PYPTO_VM_TRIG_BLOCK(cos_block, vm_cos_of)
+PYPTO_VM_TRIG_BLOCK(tan_block, vm_tan_of)
+#undef PYPTO_VM_TRIG_BLOCK
+
+/* ---- pow, erfc, hypot, atan2 ---------------------------------------------------------------------------------
  * pow(x, y) = 2^(y log2|x|) in fp64: |x| = 2^k (1 + f) by vm_log_reduce (f exact), log2(1 + f) = 2 log2(e) atanh(s)
- * with s = f / (2 + f), |s| < 0.172, the atanh series to s^19 (2^-50 relative); z = y L (|z| <= 160 matters);
- * 2^z = 2^n 2^r, n = rint(z), 2^r by its Taylor series to r^12; the fp64 result (2^-45 relative) is rounded to
- * float once, which also gives overflow (inf) and gradual underflow their one rounding. The IEEE special cases
- * by selects: pow(x, +-0) = 1 and pow(1, y) = 1 (even for NaN), pow(-1, +-inf) = 1, a negative finite x with a
+ * with s = f / (2 + f), |s| < 0.172, the atanh series to s^13 (2^-40 relative: |z| <= 160 keeps z within 2^-32
+ * absolute); z = y L (|z| <= 160 matters); 2^z = 2^n 2^r, n = rint(z), 2^r by a degree-7 fit on |r| <= 1/2
+ * (2^-34.5 relative); the fp64 result (~2^-31 relative, a few hundredths of a float ulp) is rounded to float
+ * once, which also gives overflow (inf) and gradual underflow their one rounding. The IEEE special cases by selects: pow(x, +-0) = 1 and pow(1, y) = 1 (even for NaN), pow(-1, +-inf) = 1, a negative finite x with a
  * non-integer finite y is NaN, a negative x (-0 and -inf included) with an odd integer y gives the negated
  * |x|^y; the zeros and infinities of x and y follow from L = -inf / +inf. */
 static inline double vm_exp2d(double z) {
@@ -418,19 +445,14 @@ static inline double vm_exp2d(double z) {
   z = z > 160.0 ? 160.0 : z; /* NaN stays */
   const double n = __builtin_rint(z == z ? z : 0.0);
   const double r = z - n;
-  double p = 0x1.c3bd650fc2986p-36;
-  p = p * r + 0x1.e8cac7351bb25p-32;
-  p = p * r + 0x1.e4cf5158b8ecap-28;
-  p = p * r + 0x1.b5253d395e7c4p-24;
-  p = p * r + 0x1.62c0223a5c824p-20;
-  p = p * r + 0x1.ffcbfc588b0c7p-17;
-  p = p * r + 0x1.430912f86c787p-13;
-  p = p * r + 0x1.5d87fe78a6731p-10;
-  p = p * r + 0x1.3b2ab6fba4e77p-7;
-  p = p * r + 0x1.c6b08d704a0c0p-5;
-  p = p * r + 0x1.ebfbdff82c58fp-3;
-  p = p * r + 0x1.62e42fefa39efp-1;
-  p = p * r + 1.0;
+  double p = 0x1.fe17816ef2c00p-17; /* degree 7 near-minimax on [-1/2, 1/2]: 2^-34.5 (vmath_fit.py exp2d) */
+  p = p * r + 0x1.446a1fd5223c0p-13;
+  p = p * r + 0x1.5d8a708a2ee30p-10;
+  p = p * r + 0x1.3b29dc40dd5a8p-7;
+  p = p * r + 0x1.c6b08aaf2d501p-5;
+  p = p * r + 0x1.ebfbe0a4be778p-3;
+  p = p * r + 0x1.62e42ff11629ap-1;
+  p = p * r + 0x1.ffffffffabbc1p-1;
   const int64_t ni = (int64_t)(int32_t)n;
   double sc;
   const uint64_t sb = (uint64_t)(ni + 1023) << 52;
@@ -441,10 +463,7 @@ static inline float pow_(float x, float y) {
   const float ax = __builtin_fabsf(x);
   const vm_logred l = vm_log_reduce(ax);
   const double f = (double)l.f, s = f / (2.0 + f), s2 = s * s;
-  double q = 1.0 / 19;
-  q = q * s2 + 1.0 / 17;
-  q = q * s2 + 1.0 / 15;
-  q = q * s2 + 1.0 / 13;
+  double q = 1.0 / 13;
   q = q * s2 + 1.0 / 11;
   q = q * s2 + 1.0 / 9;
   q = q * s2 + 1.0 / 7;
@@ -464,6 +483,34 @@ static inline float pow_(float x, float y) {
   r = (x < 0.0f) & (x > -vm_inf()) & !yint & (y == y) ? vm_nan() : r;
   r = (x == -1.0f) & (ay == vm_inf()) ? 1.0f : r;
   return (y == 0.0f) | (x == 1.0f) ? 1.0f : r;
+}
+/* erfc(x) = exp(-x^2) erfcx(|x|) for x >= 0 and 2 minus that for x < 0, in fp64, rounded to float once:
+ * erfcx(x) = P(t), t = 3 / (3 + x), degree 10 on [0, 10.5] (relative error 1.4e-9 = 2^-29.4:
+ * benchmarks/vmath_fit.py erfc), 1 / (3 + x) a float division refined by one fp64 Newton step (2^-47; an fp64
+ * division costs twice the float one, four lanes a ymm on AVX2), exp(-x^2) = vm_exp2d(-x^2 log2(e)) (x^2 is exact
+ * in fp64). Past 10.5 erfc is below half the smallest subnormal: 0 (and 2 for x < -10.5); NaN gives NaN. No
+ * cancellation anywhere: 2 - e for x < 0 is >= 1. */
+static inline float erfc_(float x) {
+  const float axf = __builtin_fabsf(x);
+  const double ax = (double)axf, d = 3.0 + ax;
+  double r = (double)(1.0f / (3.0f + axf));
+  r = r + r * (1.0 - d * r);
+  const double t = 3.0 * r;
+  double p = 0x1.d630ed7ea93dap-5;
+  p = p * t + -0x1.352d0b68a5858p-2;
+  p = p * t + 0x1.1f2128945033ep-1;
+  p = p * t + -0x1.e9da8f95e8fdcp-2;
+  p = p * t + 0x1.c15f731060fffp-2;
+  p = p * t + -0x1.8ef12fdc015c7p-6;
+  p = p * t + 0x1.9d3b3f7ddf175p-3;
+  p = p * t + 0x1.596db8fd28377p-3;
+  p = p * t + 0x1.837646825344ep-3;
+  p = p * t + 0x1.80fd1219b56a8p-3;
+  p = p * t + 0x1.47407151c9abcp-19;
+  double e = vm_exp2d(-(ax * ax) * 0x1.71547652b82fep+0) * p;
+  e = ax > 10.5 ? 0.0 : e;
+  const double q = x < 0.0f ? 2.0 - e : e;
+  return x != x ? x : (float)q;
 }
 /* hypot in fp64: a^2 + b^2 is exact-ish (48-bit squares, one rounding), never overflows, the root rounded to
  * float once (within 0.5 ulp + 2^-29); an infinite argument gives +inf even beside a NaN (IEEE) */

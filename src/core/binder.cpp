@@ -14,6 +14,11 @@ inline bool rank_ok(const TensorAnnotation& s, int ndim) noexcept {
   return s.ellipsis ? (ndim >= n && ndim <= PYPTO_MAX_RANK) : ndim == n;
 }
 
+// the size a kernel sees for dim d: a DT_FP4_E2M1 tensor's last dim holds two values per byte
+inline int64_t logical_size(const TensorStep& s, int d, int nd, int64_t v) noexcept {
+  return s.packed_last && d == nd - 1 ? v * 2 : v;
+}
+
 // kCount: also sum the element counts (for tables with DYNAMIC/named dims, whose keys do not fix them): one multiply
 // per dim inside the walk the checks make anyway, instead of a second pass over the shapes.
 template <bool kCount>
@@ -35,7 +40,7 @@ template <bool kCount>
     if (s.dtype_word != 0) {
       uint32_t w;
       std::memcpy(&w, &t.dtype, sizeof w);
-      if (w != s.dtype_word) return -1;
+      if (w != s.dtype_word && w != s.dtype_word_alt) return -1;
     }
     if (s.key_head) {
       // a fixed dtype was matched above: its code is known (an open rank under a STATIC/DYNAMIC annotation keys
@@ -63,12 +68,13 @@ template <bool kCount>
           key[--pos] = static_cast<uint64_t>(v);
           break;
         case DimKind::kFixed:
-          if (v != s.fixed[d]) return -1;
+          if (logical_size(s, d, nd, v) != s.fixed[d]) return -1;
           break;
         case DimKind::kNamed: {
+          const int64_t lv = logical_size(s, d, nd, v);
           int64_t& seen = named[s.named[d]];
-          if (seen < 0) seen = v;
-          else if (seen != v) return -1;
+          if (seen < 0) seen = lv;
+          else if (seen != lv) return -1;
           break;
         }
         case DimKind::kDynamic:
@@ -112,10 +118,14 @@ BindError tensor_error(const ParamTable& table, const DLTensor* tensors) {
       return {ErrorKind::kValue, head + "expected a CPU tensor (run_mode SIM computes on the CPU), got a tensor on " +
                                      dev + " (device type " + std::to_string(int(t.device.device_type)) + ")"};
     }
-    const int dt = dtype_from_dlpack(t.dtype);
-    if (dt < 0 || (s.dtype != kAnyDType && dt != s.dtype)) {
+    if (!dtype_accepts(s.dtype, t.dtype)) {
       dlpack_dtype_describe(t.dtype, buf, sizeof buf);
       std::string expected = s.dtype == kAnyDType ? std::string("a dtype pypto supports") : dtype_name(s.dtype);
+      const DLDataType alt = dtype_alt_dlpack(s.dtype), lay = dtype_to_dlpack(s.dtype);
+      if (s.dtype != kAnyDType && lay.code == kDLUInt && dtype_from_dlpack(lay) != s.dtype)
+        expected += " (stored as uint8)";
+      else if (alt.bits != 0)
+        expected += std::string(" (or ") + (alt.code == kDLUInt ? "uint8" : "float4_e2m1fn_x2") + " bytes)";
       return {ErrorKind::kType, head + "expected dtype " + expected + ", got " + buf +
                                     " (the tensor does not match the dtype of its annotation)"};
     }
@@ -127,23 +137,26 @@ BindError tensor_error(const ParamTable& table, const DLTensor* tensors) {
                                      "), got " + std::to_string(t.ndim) + " (shape " + shape_str() +
                                      "): the tensor does not match the number of dimensions of its annotation"};
     }
+    const bool packed = s.dtype == PYPTO_DT_FP4_E2M1;  // sizes count values: the last dim is twice the bytes
+    auto size_at = [&](size_t d) { return packed && int(d) == t.ndim - 1 ? t.shape[d] * 2 : t.shape[d]; };
     if (!s.any_shape) {
       for (size_t d = 0; d < s.dims.size(); ++d) {
         const DimAnnotation& ds = s.dims[d];
-        if (ds.kind == DimKind::kFixed && t.shape[d] != ds.value)
+        if (ds.kind == DimKind::kFixed && size_at(d) != ds.value)
           return {ErrorKind::kValue, head + "dimension " + std::to_string(d) + " must be " +
                                          std::to_string(ds.value) + " (" + table.describe_tensor(i) + "), got " +
-                                         std::to_string(t.shape[d]) + " (shape " + shape_str() +
+                                         std::to_string(size_at(d)) + " (shape " + shape_str() +
+                                         (packed ? " in bytes, two values each" : "") +
                                          "): the tensor does not match the shape of its annotation"};
         if (ds.kind == DimKind::kNamed) {
           int64_t& v = named[ds.value];
           if (v < 0) {
-            v = t.shape[d];
+            v = size_at(d);
             named_where[ds.value] = "'" + p.name + "' dimension " + std::to_string(d);
-          } else if (v != t.shape[d]) {
+          } else if (v != size_at(d)) {
             return {ErrorKind::kValue, head + "dimension " + std::to_string(d) + " is the named dimension '" +
                                            table.dim_names[ds.value] + "', expected " + std::to_string(v) +
-                                           " (as " + named_where[ds.value] + "), got " + std::to_string(t.shape[d]) +
+                                           " (as " + named_where[ds.value] + "), got " + std::to_string(size_at(d)) +
                                            " (the tensor does not match the shape of its annotation)"};
           }
         }

@@ -15,8 +15,8 @@ constexpr DTypeInfo kInfo[PYPTO_DT_COUNT] = {
     {"bool", 1},          {"int8", 1},          {"int16", 2},           {"int32", 4},        {"int64", 8},
     {"uint8", 1},         {"float16", 2},       {"bfloat16", 2},        {"float32", 4},      {"float64", 8},
     {"uint16", 2},        {"uint32", 4},        {"uint64", 8},          {"int4", 0},         {"fp8", 0},
-    {"float8_e4m3fn", 1}, {"float8_e5m2", 1},   {"float8_e8m0fnu", 1},  {"fp4_e2m1", 0},     {"float4_e2m1fn_x2", 1},
-    {"fp4_e1m2", 0},      {"fp4_e1m2_x2", 0},   {"hifloat4", 0},        {"hifloat8", 0},
+    {"float8_e4m3fn", 1}, {"float8_e5m2", 1},   {"float8_e8m0fnu", 1},  {"fp4_e2m1", 1},     {"float4_e2m1fn_x2", 1},
+    {"fp4_e1m2", 0},      {"fp4_e1m2_x2", 0},   {"hifloat4", 0},        {"hifloat8", 1},
 };
 }  // namespace
 

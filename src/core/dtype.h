@@ -40,15 +40,31 @@ inline int dtype_from_dlpack(DLDataType t) noexcept {
 
 // By PyptoDType code: the DLPack layout of each dtype, the one table for every caller (the binder's annotations,
 // the C++ runtime's TensorRef arguments, the manifest's recorded tensors). {0, 0, 0}: named only, no storage layout.
+// The dtypes torch lacks (hifloat8, unpacked fp4_e2m1) are stored as uint8: a uint8 tensor is read as the dtype its
+// annotation names, so dtype_from_dlpack of their layout gives uint8, never them.
 inline constexpr DLDataType kDLPackLayout[PYPTO_DT_COUNT] = {
     {kDLBool, 8, 1},  {kDLInt, 8, 1},   {kDLInt, 16, 1},    {kDLInt, 32, 1},   {kDLInt, 64, 1},   {kDLUInt, 8, 1},
     {kDLFloat, 16, 1}, {kDLBfloat, 16, 1}, {kDLFloat, 32, 1}, {kDLFloat, 64, 1}, {kDLUInt, 16, 1}, {kDLUInt, 32, 1},
     {kDLUInt, 64, 1}, {0, 0, 0} /* int4 */, {0, 0, 0} /* fp8 */, {kDLFloat8_e4m3fn, 8, 1}, {kDLFloat8_e5m2, 8, 1},
-    {kDLFloat8_e8m0fnu, 8, 1}, {0, 0, 0} /* fp4_e2m1 */, {kDLFloat4_e2m1fn, 4, 2}, {0, 0, 0}, {0, 0, 0},
-    {0, 0, 0}, {0, 0, 0}};
+    {kDLFloat8_e8m0fnu, 8, 1}, {kDLUInt, 8, 1} /* fp4_e2m1: packed pairs as bytes */, {kDLFloat4_e2m1fn, 4, 2},
+    {0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {kDLUInt, 8, 1} /* hifloat8: bytes */};
 
 inline DLDataType dtype_to_dlpack(int dtype) noexcept {
   return static_cast<unsigned>(dtype) < PYPTO_DT_COUNT ? kDLPackLayout[dtype] : DLDataType{0, 0, 0};
+}
+// The second DLPack layout a tensor of `dtype` may arrive in ({0, 0, 0}: none): uint8 bytes for the packed FP4 pair
+// (as the reference's callers pass them), torch's float4_e2m1fn_x2 for unpacked FP4 E2M1 (the same bytes).
+inline DLDataType dtype_alt_dlpack(int dtype) noexcept {
+  if (dtype == PYPTO_DT_FP4_E2M1X2) return DLDataType{kDLUInt, 8, 1};
+  if (dtype == PYPTO_DT_FP4_E2M1) return DLDataType{kDLFloat4_e2m1fn, 4, 2};
+  return DLDataType{0, 0, 0};
+}
+// whether a tensor of DLPack dtype `t` may be passed where `dtype` (a PyptoDType, or kAnyDType) is annotated
+inline bool dtype_accepts(int dtype, DLDataType t) noexcept {
+  if (dtype == kAnyDType) return dtype_from_dlpack(t) >= 0;
+  const DLDataType a = dtype_to_dlpack(dtype), b = dtype_alt_dlpack(dtype);
+  return (a.bits != 0 && a.code == t.code && a.bits == t.bits && a.lanes == t.lanes) ||
+         (b.bits != 0 && b.code == t.code && b.bits == t.bits && b.lanes == t.lanes);
 }
 int dtype_itemsize(int dtype) noexcept;  // bytes per element of the shape (1 for the packed FP4 pair); 0: named only
 // "float32", "bfloat16", ... ; "any" for kAnyDType

@@ -48,8 +48,12 @@ void ParamTable::build_steps() {
     TensorStep st;
     if (s.dtype != kAnyDType) {
       const DLDataType dl = dtype_to_dlpack(s.dtype);
+      const DLDataType alt = dtype_alt_dlpack(s.dtype);
       st.dtype_word = uint32_t(dl.code) | uint32_t(dl.bits) << 8 | uint32_t(dl.lanes) << 16;
-      st.head_dtype = static_cast<int16_t>(dtype_from_dlpack(dl));
+      st.dtype_word_alt = alt.bits ? uint32_t(alt.code) | uint32_t(alt.bits) << 8 | uint32_t(alt.lanes) << 16
+                                   : st.dtype_word;
+      st.head_dtype = static_cast<int16_t>(s.dtype);
+      st.packed_last = s.dtype == PYPTO_DT_FP4_E2M1;
     }
     const int annotated = s.any_shape ? 0 : static_cast<int>(s.dims.size());
     st.ndim = s.rank_is_fixed() ? static_cast<int16_t>(annotated) : int16_t(-1);

@@ -47,11 +47,13 @@ struct Param {
 // Param/TensorAnnotation/vector indirections.
 struct TensorStep {
   uint32_t dtype_word = 0;   // expected DLDataType as a word (code | bits << 8 | lanes << 16); 0: any dtype (keyed)
+  uint32_t dtype_word_alt = 0;  // the second layout that dtype may arrive in (dtype.h dtype_alt_dlpack), else dtype_word
+  bool packed_last = false;  // DT_FP4_E2M1: the last dim holds two values per byte (annotated sizes count values)
   int16_t ndim = -1;         // exact rank; -1 when open (bare pypto.Tensor or `...`): annotated..PYPTO_MAX_RANK
   int16_t annotated = 0;     // annotated dims (the least rank); dims beyond them (open rank) are keyed
   int16_t n_static = 0;      // STATIC dims among the annotated ones (one key word each)
   bool key_head = false;     // the key carries a dtype/rank word (dtype or rank open)
-  int16_t head_dtype = -1;   // with a fixed dtype: that word's dtype code, what dtype_from_dlpack gives for it
+  int16_t head_dtype = -1;   // with a fixed dtype: the annotation's dtype code (both layouts key the same)
   // per dim, what a call does with its size: kFixed compare with fixed[d], kStatic key it, kNamed agree with
   // the other dims named named[d], kDynamic nothing. Dims beyond the annotated ones (open rank) are kStatic.
   DimKind op[PYPTO_MAX_RANK];

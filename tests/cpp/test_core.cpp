@@ -211,6 +211,18 @@ void test_dtypes() {
   CHECK(dtype_from_dlpack(DLDataType{5 /* kDLComplex */, 64, 1}) == -1);
   CHECK(dtype_from_dlpack(DLDataType{kDLFloat4_e2m1fn, 4, 2}) == PYPTO_DT_FP4_E2M1X2);  // torch's packed pair
   CHECK(std::string(dtype_name(PYPTO_DT_BF16)) == "bfloat16");
+  // the dtypes torch lacks travel as uint8 bytes: their layout is uint8's, and a uint8 tensor binds to them
+  const DLDataType u8{kDLUInt, 8, 1}, f4x2{kDLFloat4_e2m1fn, 4, 2}, f32{kDLFloat, 32, 1};
+  for (int c : {PYPTO_DT_HF8, PYPTO_DT_FP4_E2M1}) {
+    CHECK(dtype_from_dlpack(dtype_to_dlpack(c)) == PYPTO_DT_UINT8);
+    CHECK(dtype_itemsize(c) == 1);
+    CHECK(dtype_accepts(c, u8) && !dtype_accepts(c, f32));
+  }
+  CHECK(std::string(dtype_name(PYPTO_DT_HF8)) == "hifloat8");
+  CHECK(std::string(dtype_name(PYPTO_DT_FP4_E2M1)) == "fp4_e2m1");
+  CHECK(dtype_accepts(PYPTO_DT_FP4_E2M1, f4x2) && !dtype_accepts(PYPTO_DT_HF8, f4x2));  // the same packed bytes
+  CHECK(dtype_accepts(PYPTO_DT_FP4_E2M1X2, u8) && dtype_accepts(PYPTO_DT_FP4_E2M1X2, f4x2));
+  CHECK(!dtype_accepts(PYPTO_DT_UINT8, f4x2) && dtype_accepts(kAnyDType, u8) && !dtype_accepts(PYPTO_DT_HF4, u8));
 }
 
 std::unique_ptr<Specialization> spec_with_key(uint64_t k) {

@@ -45,7 +45,8 @@ def _machine_stream_min() -> int:
 
 
 def stream_min_bytes() -> int:
-    """The output size from which fused writes use streaming (non-temporal) stores: 4 MiB or twice a core's L2,
+    """The output size from which fused writes use streaming (non-temporal) stores (in groups with a reduction
+    only: fused.py `streams` has the measurement): 4 MiB or twice a core's L2,
     whichever is larger; an output that size cannot stay in the core's own caches between calls. Streaming saves
     the read of each output line before it is written (and the eviction of other data). Measured in the kernel
     harness (`python -m pypto.bench --kernels`, its calls interleaved with other kernels', 1 thread, 16 MiB

@@ -27,6 +27,9 @@ class QuantEmitter:
         self.line(f"const uint32_t {u} = {xp}[{self.index(x, ivars)}].bits;")
         lo, hi = self._pair_positions(ivars)
         for pos, nib in ((lo, u), (hi, f"({u} >> 4)")):
+            if out.dtype == DT.DT_FP4_E2M1:   # one code per byte: a DT_FP4_E2M1 argument (ir/tracer.py)
+                self.line(f"{out.storage.cname}[{self.index(out, pos)}].bits = (uint8_t)({nib} & 15u);")
+                continue
             self.line(f"{out.storage.cname}[{self.index(out, pos)}] = pypto_rt::Cvt<{oct_}>::from("
                       f"pypto_rt::fp4_e2m1_value({nib}));")
         self.close(opened)

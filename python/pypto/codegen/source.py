@@ -18,7 +18,7 @@ def generate(kernel: Kernel, with_ir_comment: bool = True, fuse: bool = True, sp
     em = FusedEmitter(kernel) if fuse else _Emitter(kernel)
     for t in kernel.tensors:
         st = kernel.params[t.param].storage
-        em.line(f"{ctype(t.dtype)}* {st.cname} = ({ctype(t.dtype)}*)tensors[{t.index}].data;")
+        em.line(f"{ctype(st.dtype)}* {st.cname} = ({ctype(st.dtype)}*)tensors[{t.index}].data;")  # as stored
     for var, ti, ax in kernel.dyn_vars:
         em.line(f"const int64_t {var.args[1]} = tensors[{ti}].shape[{ax}];")
     if kernel.runtime_debug_mode >= 4:

@@ -15,7 +15,8 @@ CTYPE = {
     DT.DT_INT64: "int64_t", DT.DT_UINT8: "uint8_t", DT.DT_FP16: "pypto_rt::half", DT.DT_BF16: "pypto_rt::bf16",
     DT.DT_FP32: "float", DT.DT_FP64: "double", DT.DT_UINT16: "uint16_t", DT.DT_UINT32: "uint32_t",
     DT.DT_UINT64: "uint64_t", DT.DT_FP8E4M3: "pypto_rt::fp8_e4m3fn", DT.DT_FP8E5M2: "pypto_rt::fp8_e5m2",
-    DT.DT_FP8E8M0: "pypto_rt::fp8_e8m0fnu", DT.DT_FP4_E2M1X2: "pypto_rt::fp4_e2m1x2",
+    DT.DT_FP8E8M0: "pypto_rt::fp8_e8m0fnu", DT.DT_FP4_E2M1X2: "pypto_rt::fp4_e2m1x2", DT.DT_HF8: "pypto_rt::hifloat8",
+    DT.DT_FP4_E2M1: "pypto_rt::fp4_e2m1",   # one value per byte once unpacked (kernel_quant.h)
 }
 
 
@@ -101,14 +102,20 @@ EW = {
 }
 
 
+BLOCK_FNS = {"exp": "exp", "sin": "sin", "cos": "cos", "tan": "tan"}   # fp32 ops elem_loop runs a block at a time
+
+
 def ew_expr(fn: str, args: list, ct_dtype, hoist=None) -> str:
-    """The expression of fn on args. `hoist(arg) -> expression`, when given, takes the argument of a float32 exp
-    (also the one inside sigmoid) and returns what stands for exp of it: the emitter computes those 16 lanes at a
-    time with pypto_rt::exp16, which gives exp_'s bits (emitter.py `EmitterCore.elem_loop`)."""
-    if hoist is not None and ct_dtype is not None and DT(ct_dtype) == DT.DT_FP32 and fn in ("exp", "sigmoid"):
-        if fn == "exp":
-            return hoist(args[0])
-        return f"((float)1 / ((float)1 + {hoist(f'(-{args[0]})')}))"     # sigmoid<float>, step for step
+    """The expression of fn on args. `hoist(arg, fn) -> expression`, when given, takes the argument of a float32
+    exp (also the one inside sigmoid), sin, cos or tan and returns what stands for fn of it: the emitter computes
+    those a block at a time (pypto_rt::exp16 16 lanes at a time, pypto_rt::sin_block & co. a block with the fast
+    argument reduction where the block allows it), with the scalar function's bits (emitter.py
+    `EmitterCore.elem_loop`)."""
+    if hoist is not None and ct_dtype is not None and DT(ct_dtype) == DT.DT_FP32 and (
+            fn in BLOCK_FNS or fn == "sigmoid"):
+        if fn == "sigmoid":
+            return f"((float)1 / ((float)1 + {hoist(f'(-{args[0]})', 'exp')}))"     # sigmoid<float>, step for step
+        return hoist(args[0], BLOCK_FNS[fn])
     t = EW[fn]
     if isinstance(t, dict):
         t = (t["f"] if ct_dtype is not None and DT(ct_dtype).is_float

@@ -159,7 +159,7 @@ def headers_digest() -> str:
     def get():
         h = hashlib.sha256()
         for name in ("kernel_abi.h", "kernel_rt.h", "kernel_vmath.h", "kernel_par.h", "kernel_gemm.h",
-                     "kernel_quant.h", "kernel_shmem.h", "kernel_shmem_ring.h"):
+                     "kernel_quant.h", "kernel_shmem.h", "kernel_shmem_ring.h", "kernel_hifloat8.h"):
             h.update((include_dir() / "pypto" / name).read_bytes())
         return h.hexdigest()
 
@@ -182,7 +182,8 @@ def _opt(options, group: str, key: str, default):
     return default if options is None else options[group].get(key, default)
 
 
-def _timeout(options) -> float:
+def compile_timeout(options) -> float:
+    """host_options compile_timeout in seconds (600 when unset or 0): the bound of every wait on a build."""
     return float(_opt(options, "host", "compile_timeout", 600) or 600)
 
 
@@ -209,7 +210,7 @@ def compile_source(source: str, options=None, kernel_name: str = "kernel") -> tu
         so, sha, cpp = d / f"{key}.so", d / f"{key}.so.sha256", d / f"{key}.cpp"
         if cache.valid_library(so, sha):
             return str(so), str(cpp), 0.0, True, key
-    timeout = _timeout(options)
+    timeout = compile_timeout(options)
     with cache.FileLock(d / f"{key}.lock", timeout, what):
         if cache.valid_library(so, sha):       # another thread/process built it while we waited
             return str(so), str(cpp), 0.0, True, key

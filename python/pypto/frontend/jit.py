@@ -19,8 +19,8 @@ from typing import Any, Callable, Optional, overload
 
 from ..native import core as _core
 from ..codegen.names import check_text
-from ..compiler import pipeline
-from ..errors import KernelDefinitionError
+from ..compiler import pipeline, toolchain
+from ..errors import CompileError, KernelDefinitionError
 from ..vocab import options as _options
 from ..vocab.annotations import DYNAMIC, STATIC, DynamicDim
 from .explain import explain as explain_call, miss_reason, tensor_shapes
@@ -122,7 +122,11 @@ class JITKernel:
             if owner:
                 job = self._inflight[key] = _InFlight()
         if not owner:
-            job.done.wait()
+            limit = 2.0 * toolchain.compile_timeout(self.options)
+            if not job.done.wait(limit):
+                raise CompileError(
+                    f"{self.name}: waited {limit:g} s for another thread's build of the same specialization (twice "
+                    f"host_options compile_timeout); it has not finished, so this call gives up (nothing was run)")
             if job.error is not None:
                 raise job.error
             # the owner accounted for the build time

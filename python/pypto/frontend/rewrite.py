@@ -1,6 +1,8 @@
 """Decoration-time processing of a kernel body: parse the source ONCE, rewrite it, compile it once.
 
 What the rewrite does (errors are raised when the kernel is traced, naming the kernel and the user's line):
+  * a `return <value>` anywhere in the body (reached or not, as the reference's parser checks them all first)
+    makes the body raise KernelSyntaxError ("Return statements are not allowed") before it runs.
   * `break` / `continue` / `return` inside `for ... in pypto.loop(...)` (or pypto.loop_unroll) become a
     call that raises KernelTraceError: the body of a kernel loop is traced once, so Python control transfer
     out of it cannot mean what it says.
@@ -104,6 +106,7 @@ class _Rewriter(ast.NodeTransformer):
         self.loop_mark = 0          # len(branch_stack) when the innermost python/pypto loop began
         self.nbranch = 0
         self.changed = False
+        self.value_return = None    # the line of the first `return <value>`
 
     def visit_If(self, node):
         """`if test: A else: B` ->
@@ -215,8 +218,9 @@ class _Rewriter(ast.NodeTransformer):
 
     def visit_Return(self, node):
         if node.value is not None and not (isinstance(node.value, ast.Constant) and node.value.value is None):
-            # `return x`: a kernel returns nothing; check at the statement so the error names its line
-            node.value = _rt_call("check_return", [node.value, ast.Constant(node.lineno)], node).value
+            # `return x`: a kernel returns nothing; refused before the body runs (see prepare), reached or not
+            if self.value_return is None:
+                self.value_return = node.lineno
             self.changed = True
         return self._control(node, "return")
 
@@ -302,6 +306,8 @@ def prepare(fn: Callable, kernel_name: str | None = None) -> PreparedKernel:
     declared = frozenset(x for n in ast.walk(fdef) if isinstance(n, (ast.Global, ast.Nonlocal)) for x in n.names)
     rw = _Rewriter(params, declared)
     fdef.body = rw._stmts(fdef.body)
+    if rw.value_return is not None:
+        fdef.body.insert(0, _rt_call("return_error", [ast.Constant(rw.value_return)], fdef.body[0]))
     if not fdef.body:
         fdef.body = [ast.copy_location(ast.Pass(), fdef)]
 

@@ -10,7 +10,8 @@ from ..errors import KernelTraceError
 from ..vocab.params import CONSTEXPR, SCALAR, TENSOR, DynDim, SpecializationRequest
 from . import sym as S
 from .builder import Builder, activate
-from .nodes import PARAM, Kernel
+from ..vocab.dtypes import DataType as DT
+from .nodes import PARAM, TEMP, Kernel
 
 
 def _cident(name: str) -> str:
@@ -21,11 +22,37 @@ def _cident(name: str) -> str:
                    for ch in name)
 
 
+def _unpacked_fp4(kernel: str, b: Builder, t, packed):
+    """A DT_FP4_E2M1 parameter as the kernel body sees it: its packed pairs (bytes, element 2i in the low nibble)
+    unpacked to one value per byte, the last dim doubled (the reference's logical shape)."""
+    name = t.param
+    if t.dims and isinstance(t.dims[-1], DynDim) and t.dims[-1].name is not None:
+        raise KernelTraceError(f"kernel '{kernel}': parameter '{name}': the last dim of a DT_FP4_E2M1 tensor (two "
+                               f"values per byte) cannot be a named dim; use pypto.DYNAMIC or STATIC")
+    if not packed.shape:
+        raise KernelTraceError(f"kernel '{kernel}': parameter '{name}': a DT_FP4_E2M1 tensor needs rank >= 1 (two "
+                               f"values per byte along the last dim), got a rank-0 tensor")
+    last, cap = packed.shape[-1], packed.cap[-1]
+    out = b.new_temp(DT.DT_FP4_E2M1, packed.shape[:-1] + (S.mul(last, 2),),
+                     packed.cap[:-1] + (cap * 2 if isinstance(cap, int) else None,))
+    return b.op("fp4_unpack", out, [packed])
+
+
+def _check_fp4_inputs(request: SpecializationRequest, args: dict, where: str) -> None:
+    """The unpacked values of a DT_FP4_E2M1 parameter were not written (they would never reach the caller)."""
+    for t in request.tensors:
+        if t.dtype == DT.DT_FP4_E2M1 and args[t.param].storage.kind != TEMP:
+            raise KernelTraceError(f"kernel '{request.kernel_name}': parameter '{t.param}': a DT_FP4_E2M1 parameter "
+                                   f"is an input here (its values are unpacked on entry); write FP4 results into a "
+                                   f"DT_FP4_E2M1X2 tensor (kernel at {where})")
+
+
 def trace(prepared, request: SpecializationRequest) -> Kernel:
     b = Builder(request.kernel_name)
     dyn_vars = []
     named = {}
     params = {}
+    args = {}       # what the kernel body receives: the parameter itself, or its unpacked values (DT_FP4_E2M1)
     scalar_vars = {}
     with activate(b):
         for t in sorted(request.tensors, key=lambda t: t.index):
@@ -45,10 +72,12 @@ def trace(prepared, request: SpecializationRequest) -> Kernel:
                 else:
                     dims.append(int(d))
                     cap.append(int(d))
-            val = b.new_storage(PARAM, t.dtype, tuple(dims), tuple(cap), param_index=t.index,
-                                param_name=t.param)
+            packed = t.dtype == DT.DT_FP4_E2M1     # bytes of packed pairs: the kernel sees their values
+            val = b.new_storage(PARAM, DT.DT_FP4_E2M1X2 if packed else t.dtype, tuple(dims), tuple(cap),
+                                param_index=t.index, param_name=t.param)
             val.storage.cname = f"p_{_cident(t.param)}"
             params[t.param] = val
+            args[t.param] = _unpacked_fp4(request.kernel_name, b, t, val) if packed else val
         for s in request.scalars:
             kind = S.FLOAT if s.dtype.is_float else (S.BOOL if s.dtype.name == "DT_BOOL" else S.INT)
             scalar_vars[s.param] = S.var(s.param, f"s_{_cident(s.param)}", kind)
@@ -56,7 +85,7 @@ def trace(prepared, request: SpecializationRequest) -> Kernel:
         pos, kw = [], {}
         for p in request.params:
             if p.kind == TENSOR:
-                val = params[p.name]
+                val = args[p.name]
             elif p.kind == SCALAR:
                 val = scalar_vars[p.name]
             elif p.kind == CONSTEXPR:
@@ -74,6 +103,7 @@ def trace(prepared, request: SpecializationRequest) -> Kernel:
             raise KernelTraceError(f"kernel '{request.kernel_name}': a kernel returns nothing (got a "
                                    f"{type(result).__name__}); write results into output tensors with "
                                    f"out[:] = ..., out.move(...) or pypto.assemble(...) (kernel at {where})")
+        _check_fp4_inputs(request, args, where)
         if b.left_early:
             raise KernelTraceError(f"kernel '{request.kernel_name}': `break` / `return` inside a pypto.loop body "
                                    f"is not supported (the loop at {b.left_early[0]} was left before its body "

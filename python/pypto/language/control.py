@@ -13,8 +13,8 @@ def loop(*args, name=None, unroll_list=None, parallel=False, step=None, idx_name
     """`for i in pypto.loop(stop)` / `pypto.loop(start, stop, step=1, name=None, unroll_list=None,
     parallel=False)`: a loop of the kernel itself (emitted as a C++ loop; the body is traced once).
 
-    Bounds may be symbolic (e.g. from a DYNAMIC dim); the loop variable is a symbolic int. `step` must be a
-    non-zero static int. `parallel=True` lets iterations run concurrently on up to
+    Bounds may be symbolic (e.g. from a DYNAMIC dim); the loop variable is a symbolic int. `step` is a non-zero
+    int, static or symbolic (see _symbolic_step_loop; not with unroll_list). `parallel=True` lets iterations run concurrently on up to
     runtime_options['sim_threads'] threads (the CPU simulator's): iterations must be independent.
     `unroll_list=[f, ...]`: the iteration space is covered by unrolled main loops (the body repeated f times
     per pass, largest factor first) and a remainder loop (factor 1).
@@ -40,8 +40,11 @@ def loop(*args, name=None, unroll_list=None, parallel=False, step=None, idx_name
         st = step
     start = check_int_like(start, op, "start")
     stop = check_int_like(stop, op, "stop")
-    if isinstance(st, bool) or not isinstance(st, int) or st == 0:
-        raise b.error(op, f"step must be a non-zero static int, got {st!r}")
+    sym_step = S.is_sym(st) and st.kind == S.INT
+    if not sym_step and (isinstance(st, bool) or not isinstance(st, int) or st == 0):
+        raise b.error(op, f"step must be a non-zero int (static or symbolic), got {st!r}")
+    if sym_step and (unroll_list is not None or _factor):
+        raise b.error(op, f"unroll_list needs a static step, got the symbolic step {S.to_text(st)}")
     if name is not None and not isinstance(name, str):
         raise b.error(op, f"name must be a str, got {name!r}")
     if unroll_list is not None:
@@ -52,7 +55,31 @@ def loop(*args, name=None, unroll_list=None, parallel=False, step=None, idx_name
         raise b.error(op, f"parallel must be a bool, got {parallel!r}")
     if not isinstance(submit_before_loop, bool):
         raise b.error(op, f"submit_before_loop must be a bool, got {submit_before_loop!r}")
+    if sym_step:
+        return _symbolic_step_loop(b, op, start, stop, st, name, parallel)
     return b.loop(start, stop, st, name, parallel, unroll_list, yield_factor=_factor)
+
+
+class _SymStepLoop:
+    """What is_loop_begin / is_loop_end read for the index of a loop with a symbolic step."""
+    __slots__ = ("start", "stop", "step", "last")
+
+    def __init__(self, start, stop, step, last):
+        self.start, self.stop, self.step, self.last = start, stop, step, last
+
+
+def _symbolic_step_loop(b, op, start, stop, step, name, parallel):
+    """`pypto.loop(start, stop, step)` with a symbolic step (e.g. a step set differently in the two branches of a
+    kernel-level `if`, as the reference allows): a kernel loop over the trip count k = 0 .. n-1, n =
+    max(0, ceil((stop - start) / step)) for either sign of the step, whose index is start + k * step. A step
+    that is 0 when the kernel runs fails the kernel (a run-time check)."""
+    b.check(S.compare("!=", step, 0), f"step must not be 0, got {S.to_text(step)} = 0 when the kernel ran", op)
+    count = S.smax(0, S.neg(S.floordiv(S.sub(start, stop), step)))   # ceil(a / s) = -floor(-a / s), any sign
+    for k in b.loop(0, count, 1, name, parallel, None):
+        i = S.add(start, S.mul(k, step))
+        if S.is_sym(i):
+            b.loop_index[i.key] = _SymStepLoop(start, stop, step, S.add(start, S.mul(S.sub(count, 1), step)))
+        yield i
 
 
 def loop_unroll(*args, unroll_list=None, name=None, idx_name=None, **kw):
@@ -96,6 +123,8 @@ def is_loop_begin(i):
 def is_loop_end(i):
     """Symbolic bool: `i` is the last iteration of its pypto.loop."""
     lp = _loop_of(i, "is_loop_end")
+    if isinstance(lp, _SymStepLoop):
+        return S.compare("==", i, lp.last)
     nxt = S.add(i, lp.step)
     return S.compare(">=" if lp.step > 0 else "<=", nxt, lp.stop)
 

@@ -334,6 +334,11 @@ def cast(x, dtype, mode=None, satmode=None):
     op = "cast"
     x = check_tensor(x, op)
     dtype = check_dtype(dtype, op)
+    if dtype == DT.DT_FP4_E2M1 and x.dtype != dtype:
+        raise current(op).error(op, f"casting {x.dtype.short} to fp4_e2m1 is not supported: DT_FP4_E2M1 values "
+                                    f"come only from kernel arguments; cast to DT_FP4_E2M1X2 (packed) instead")
+    if dtype == DT.DT_HF8 and x.dtype.is_float and satmode is None:
+        mode = None   # the reference converts to HiFloat8 with CAST_ROUND whatever mode is asked (kernel_hifloat8.h)
     if (x.dtype == DT.DT_FP4_E2M1X2) != (dtype == DT.DT_FP4_E2M1X2):
         if mode is not None or satmode is not None:
             raise current(op).error(op, f"mode / satmode are not supported yet for casts of the packed FP4 pair "

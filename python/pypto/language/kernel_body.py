@@ -48,21 +48,21 @@ class TraceRuntime:
                     f"value, at {self.filename}:{br.lineno}) is not supported (at {self.filename}:{lineno}): both "
                     f"branches are compiled into the kernel, so `{what}` cannot leave one of them at trace time")
 
-    def check_return(self, value, lineno: int):
-        if value is not None:
-            raise KernelSyntaxError(
-                f"kernel '{self.kernel_name}': Return statements are not allowed to give a value: a kernel returns "
-                f"nothing, but this `return` gives a "
-                f"{_kind(value)}; write results into an output tensor parameter with out[:] = ..., out.move(...) "
-                f"or pypto.assemble(...) (at {self.filename}:{lineno})")
-        return value
+    def return_error(self, lineno: int):
+        """Called first thing in a kernel body that contains `return <value>` anywhere (the reference's parser
+        checks every `return` before it runs the body, reached or not)."""
+        raise KernelSyntaxError(
+            f"kernel '{self.kernel_name}': Return statements are not allowed to give a value: a kernel returns "
+            f"nothing, but the `return` at {self.filename}:{lineno} gives one; write results into an output tensor "
+            f"parameter with out[:] = ..., out.move(...) or pypto.assemble(...)")
 
     def check_rebind(self, current, name: str, lineno: int):
         if isinstance(current, Value) and current.storage.kind == PARAM and current.is_root:
-            raise KernelTraceError(
-                f"kernel '{self.kernel_name}': `{name} = ...` rebinds the tensor parameter '{name}' and writes "
-                f"nothing; use {name}[:] = ... or {name}.move(...) to write the output (at "
-                f"{self.filename}:{lineno})")
+            # the reference's parser: "Input tensor 'c' cannot be reassigned" (a ParserError)
+            raise KernelSyntaxError(
+                f"kernel '{self.kernel_name}': Input tensor '{name}' cannot be reassigned: `{name} = ...` rebinds "
+                f"the tensor parameter and writes nothing; use {name}[:] = ... or {name}.move(...) to write the "
+                f"output (at {self.filename}:{lineno})")
 
 
 def _kind(value) -> str:

@@ -204,10 +204,21 @@ def _scale_rows(s: Value, trans: bool, rows, k, what: str, op: str) -> Value:
     return getitem(f, (slice(None), slice(0, k)), op)
 
 
+def _check_mx_operands(b, op: str, da: DT, db: DT) -> None:
+    """FP8 operands mix freely; packed FP4 pairs, or the values of DT_FP4_E2M1 arguments, go together."""
+    for fp4 in (_FP4, DT.DT_FP4_E2M1):
+        if (da == fp4) != (db == fp4):
+            raise b.error(op, f"{fp4.name} operands go together: mat_a {da.short}, mat_b {db.short}")
+    if da not in _FP8 + (_FP4, DT.DT_FP4_E2M1) or db not in _FP8 + (_FP4, DT.DT_FP4_E2M1):
+        raise b.error(op, f"mat_a and mat_b must be DT_FP8E4M3 / DT_FP8E5M2, both DT_FP4_E2M1X2 or both "
+                          f"DT_FP4_E2M1, got {da.short} and {db.short}")
+
+
 def scaled_mm(mat_a, mat_b, out_dtype, scale_a, scale_b, *, a_trans=False, b_trans=False, scale_a_trans=False,
               scale_b_trans=False, c_matrix_nz=False, extend_params=None):
-    """(mat_a * scale_a) @ (mat_b * scale_b) for MX operands: FP8 (DT_FP8E4M3 / DT_FP8E5M2, mixed freely) or
-    both DT_FP4_E2M1X2 (packed along the stored last dim), with DT_FP8E8M0 scales, one per 32 values along K:
+    """(mat_a * scale_a) @ (mat_b * scale_b) for MX operands: FP8 (DT_FP8E4M3 / DT_FP8E5M2, mixed freely), both
+    DT_FP4_E2M1X2 (packed along the stored last dim) or both DT_FP4_E2M1 (shapes count values), with DT_FP8E8M0
+    scales, one per 32 values along K:
     scale_a [M, ceil(K/64), 2] ([ceil(K/64), M, 2] with scale_a_trans), scale_b [ceil(K/64), N, 2]
     ([N, ceil(K/64), 2] with scale_b_trans), entry [.., g, .., h] scaling K indices 64g+32h .. 64g+32h+31.
     Products accumulate in FP32; extend_params 'bias_tensor' (FP16/BF16/FP32, broadcast to [M, N]) is added and
@@ -228,12 +239,7 @@ def scaled_mm(mat_a, mat_b, out_dtype, scale_a, scale_b, *, a_trans=False, b_tra
             raise b.error(op, f"{nm} must be a bool, got {v!r}")
     if c_matrix_nz:
         raise b.error(op, "c_matrix_nz=True is not supported: the result is ND (the reference supports only False)")
-    fp4 = a.dtype == _FP4 or bm.dtype == _FP4
-    if fp4 and not (a.dtype == _FP4 and bm.dtype == _FP4):
-        raise b.error(op, f"DT_FP4_E2M1X2 operands go together: mat_a {a.dtype.short}, mat_b {bm.dtype.short}")
-    if not fp4 and (a.dtype not in _FP8 or bm.dtype not in _FP8):
-        raise b.error(op, f"mat_a and mat_b must be DT_FP8E4M3 / DT_FP8E5M2 or both DT_FP4_E2M1X2, got "
-                          f"{a.dtype.short} and {bm.dtype.short}")
+    _check_mx_operands(b, op, a.dtype, bm.dtype)
     for nm, s in (("scale_a", sa), ("scale_b", sb)):
         if s.dtype != DT.DT_FP8E8M0:
             raise b.error(op, f"{nm} must be DT_FP8E8M0, got {s.dtype.short}")

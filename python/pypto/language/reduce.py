@@ -215,9 +215,10 @@ def _matmul(a, b, out_dtype, a_trans, b_trans, op):
         raise bld.error(op, f"operand dtypes differ: a is {a.dtype.short}, b is {b.dtype.short}")
     if a.dtype == DT.DT_BOOL:
         raise bld.error(op, "bool operands are not supported")
-    if a.dtype == DT.DT_FP4_E2M1X2:
-        raise bld.error(op, f"not supported for dtype {a.dtype.short} ({a.dtype!r}) yet (the reference multiplies "
-                            f"packed FP4 only in scaled_mm)")
+    if a.dtype == DT.DT_FP4_E2M1X2:   # the values of the packed pairs, unpacked along the stored last dim as
+        from .fp4 import fp4_cast      # scaled_mm reads them (its FP32 form is exact)
+        a, b = fp4_cast(a, DT.DT_FP32, op), fp4_cast(b, DT.DT_FP32, op)
+        out_dtype = DT.DT_FP32 if out_dtype is None else out_dtype
     if out_dtype is None:  # FP8 operands (the reference's fp8 matmul) are read as float, like fp16/bf16
         out_dtype = DT.DT_FP32 if a.dtype in (DT.DT_FP16, DT.DT_BF16) or a.dtype.storage_only else a.dtype
     out_dtype = check_dtype(out_dtype, op)

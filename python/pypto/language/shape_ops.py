@@ -319,6 +319,10 @@ def reshape(t, shape, valid_shape=None, inplace=False):
     if not isinstance(inplace, bool):
         raise b.error(op, f"inplace must be a bool, got {inplace!r}")
     if valid_shape is not None:
+        if inplace:   # the reference's rule: a reshape with valid_shape= is never in place
+            raise b.error(op, "Reshape(Inplace=true) is not supported for tensors derived from dynamic view "
+                              "(valid_shape= and inplace=True do not go together, as in the reference); set "
+                              "inplace=False or do not pass valid_shape")
         return _reshape_tile(t, shape, check_int_list(valid_shape, op, "valid_shape"), inplace, op)
     total = _numel(t.shape)
     neg = [i for i, d in enumerate(shape) if isinstance(d, int) and d == -1]

@@ -10,6 +10,10 @@ assembled and converted with `pypto.cast` (exactly as torch's `.to()`), but arit
 an error naming the op (the reference computes on them only through cast, quant and matmul). The packed pair
 DT_FP4_E2M1X2 holds two values per byte as torch.float4_e2m1fn_x2 does: its shapes count bytes, element 2i in
 the low nibble and 2i+1 in the high nibble; casting it to bf16/fp32 doubles the last dim, and back halves it.
+DT_HF8 (HiFloat8) is storage-only too; torch has no such dtype, so its tensors are uint8 tensors holding the
+encoded bytes (as the reference's callers pass them). DT_FP4_E2M1 arguments are uint8 tensors of packed pairs
+(as DT_FP4_E2M1X2) whose kernel shape counts values: the last dim is twice the bytes (ir/tracer.py unpacks them,
+one value per byte, on entry); they are inputs only.
 """
 from __future__ import annotations
 
@@ -81,7 +85,8 @@ class DataType(enum.IntEnum):
     __str__ = __repr__
 
 
-_STORAGE_ONLY = frozenset((DataType.DT_FP8E4M3, DataType.DT_FP8E5M2, DataType.DT_FP8E8M0, DataType.DT_FP4_E2M1X2))
+_STORAGE_ONLY = frozenset((DataType.DT_FP8E4M3, DataType.DT_FP8E5M2, DataType.DT_FP8E8M0, DataType.DT_FP4_E2M1X2,
+                           DataType.DT_HF8, DataType.DT_FP4_E2M1))
 _NATIVE = frozenset([d for d in DataType if d.value < 13] + list(_STORAGE_ONLY))
 _FLOATS = frozenset((DataType.DT_FP16, DataType.DT_BF16, DataType.DT_FP32, DataType.DT_FP64, DataType.DT_FP8,
                      DataType.DT_FP8E4M3, DataType.DT_FP8E5M2, DataType.DT_FP8E8M0, DataType.DT_FP4_E2M1,

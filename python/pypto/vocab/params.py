@@ -175,7 +175,9 @@ def describe(kernel_name: str, params: list[Param], args: tuple, tensor_meta: tu
                     dims.append(DynDim(p.name, axis, d.name))
                 else:
                     dims.append(int(size))
-            tensors.append(TensorArg(p.name, p.kind_index, DataType(dtype_code), tuple(dims), ann.format))
+            # the annotation's dtype where it names one: a uint8 tensor is the storage of a DT_HF8 parameter
+            dtype = ann.dtype if ann.dtype is not None else DataType(dtype_code)
+            tensors.append(TensorArg(p.name, p.kind_index, dtype, tuple(dims), ann.format))
         elif p.kind == SCALAR:
             scalars.append(ScalarArg(p.name, p.kind_index, p.annotation.dtype))
         else:

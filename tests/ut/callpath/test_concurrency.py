@@ -172,3 +172,37 @@ def test_concurrent_errors_and_successes():
 
     _run_threads(6, work)
     assert bad == []
+
+
+def test_a_thread_waiting_for_another_threads_build_gives_up_after_twice_the_compile_timeout(monkeypatch):
+    """Two identical first calls: the second waits for the first one's build, at most 2 x host_options
+    compile_timeout; past that it raises CompileError naming the kernel and what it waited for, with its output
+    untouched, while the owner's build still completes and runs."""
+    release, started = threading.Event(), threading.Event()
+    real = pypto.compiler.pipeline.build
+
+    def slow_build(*args, **kwargs):
+        started.set()
+        assert release.wait(60), "the test never released the build"
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pypto.compiler.pipeline, "build", slow_build)
+
+    @pypto.frontend.jit(host_options={"compile_timeout": 1})
+    def axpy_wait(a: pypto.Tensor([pypto.DYNAMIC], pypto.DT_FP32), b: pypto.Tensor([pypto.DYNAMIC], pypto.DT_FP32),
+                  out: pypto.Tensor([pypto.DYNAMIC], pypto.DT_FP32)):
+        out[:] = a * 2.0 + b
+
+    a, b = rand(9, seed=1), rand(9, seed=2)
+    out_owner, out_waiter = sentinel(9), sentinel(9)
+    owner = threading.Thread(target=lambda: axpy_wait(a, b, out_owner))
+    owner.start()
+    assert started.wait(60)
+    with pytest.raises(pypto.errors.CompileError, match=r"axpy_wait: waited 2 s for another thread's build") as ei:
+        axpy_wait(a, b, out_waiter)
+    assert "nothing was run" in str(ei.value)
+    assert torch.equal(out_waiter, sentinel(9))
+    release.set()
+    owner.join(60)
+    assert not owner.is_alive()
+    assert torch.allclose(out_owner, a * 2.0 + b, rtol=0, atol=1e-6)

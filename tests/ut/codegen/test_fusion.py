@@ -343,19 +343,25 @@ def test_streaming_stores_give_the_same_bits(seed, monkeypatch):
 
 
 def test_large_outputs_stream_and_stay_exact(monkeypatch):
-    """At a 4 MiB threshold (the machine default's floor) an 8 MiB fp32 output and a 4 MiB bf16 output stream (rows of whole 64-byte lines); an output view that starts
-    off a 64-byte line (a column slice) takes the plain stores; all against torch, any thread count, and the
-    bytes around the written view are untouched."""
+    """At a 4 MiB threshold (the machine default's floor) an 8 MiB fp32 output and a 4 MiB bf16 output of a group
+    with a reduction stream (rows of whole 64-byte lines); an output view that starts off a 64-byte line (a column
+    slice) takes the plain stores, and so does a pure elementwise map (fused.py `streams`); all against torch, any
+    thread count, and the bytes around the written view are untouched."""
     import pypto.codegen.machine as MC
 
     B2 = pypto.Tensor([pypto.STATIC, pypto.STATIC], pypto.DT_BF16)
 
     def k(x: S2, out: S2, half: B2):
-        out[:] = pypto.exp(x * 0.5) + x
-        half[:] = pypto.cast(x * 3.0, pypto.DT_BF16)
+        m = pypto.amax(x, -1, keepdim=True)
+        out[:] = pypto.exp(x * 0.5) + (x - m)
+        half[:] = pypto.cast((x - m) * 3.0, pypto.DT_BF16)
 
     def k_view(x: S2, out: S2):
-        out[:, 1:] = x[:, 1:] * 2.0 + 1.0
+        m = pypto.amax(x, -1, keepdim=True)
+        out[:, 1:] = x[:, 1:] * 2.0 + m
+
+    def k_map(x: S2, out: S2):
+        out[:] = pypto.exp(x * 0.5) + x
 
     g = torch.Generator().manual_seed(0)
     x = torch.randn(2048, 1024, generator=g)
@@ -368,13 +374,20 @@ def test_large_outputs_stream_and_stay_exact(monkeypatch):
         assert src.count("pypto_rt::stream64") == 4 and "pypto_rt::stream_fence()" in src
         assert "pypto_rt::exp16(" in src                        # the exp of a streamed block, 16 lanes at a time
         launch(lib, [x, out, half], num_threads=nt)
-        torch.testing.assert_close(out, torch.exp(x * 0.5) + x, rtol=1e-6, atol=1e-6)
-        assert torch.equal(half, (x * 3.0).bfloat16())
+        m = x.amax(-1, keepdim=True)
+        torch.testing.assert_close(out, torch.exp(x * 0.5) + (x - m), rtol=1e-6, atol=1e-6)
+        assert torch.equal(half, ((x - m) * 3.0).bfloat16())
         o2 = torch.full((2048, 1024), 7.0)
         lib2, src2 = _build(k_view, (x2, o2), True)
         assert "pypto_rt::stream64" in src2
         launch(lib2, [x2, o2], num_threads=nt)
-        assert torch.equal(o2[:, 1:], x2[:, 1:] * 2.0 + 1.0) and torch.equal(o2[:, 0], torch.full((2048,), 7.0))
+        assert torch.equal(o2[:, 1:], x2[:, 1:] * 2.0 + x2.amax(-1, keepdim=True))
+        assert torch.equal(o2[:, 0], torch.full((2048,), 7.0))
+        o3 = torch.zeros(2048, 1024)
+        lib3, src3 = _build(k_map, (x, o3), True)
+        assert "pypto_rt::stream64" not in src3
+        launch(lib3, [x, o3], num_threads=nt)
+        torch.testing.assert_close(o3, torch.exp(x * 0.5) + x, rtol=1e-6, atol=1e-6)
 
 
 def test_matmul_writes_its_destination_directly_unless_it_overlaps_an_input():
@@ -448,7 +461,7 @@ def test_stream_threshold_follows_the_core_cache(monkeypatch):
     import pypto.codegen.machine as MC
 
     def k(x: S2, out: S2):
-        out[:] = x * 2.0 + 1.0
+        out[:] = x * 2.0 + pypto.amax(x, -1, keepdim=True)     # a group with a reduction (fused.py `streams`)
 
     monkeypatch.setattr(MC, "STREAM_MIN_BYTES", None)
     try:
@@ -464,7 +477,7 @@ def test_stream_threshold_follows_the_core_cache(monkeypatch):
         lib, src = _build(k, (x, out), True)
         assert "pypto_rt::stream64" in src
         launch(lib, [x, out], num_threads=2)
-        assert torch.equal(out, x * 2.0 + 1.0)
+        assert torch.equal(out, x * 2.0 + x.amax(-1, keepdim=True))
     finally:
         MC._machine_stream_min.cache_clear()
 

@@ -28,7 +28,7 @@ def test_manifest_contents(bundle_dir):
 
     assert m["format"] == "pypto-bundle" and m["format_version"] == 1
     assert m["pypto_version"] == pypto.__version__
-    assert m["kernel_abi_version"] == toolchain.abi_version() == 2
+    assert m["kernel_abi_version"] == toolchain.abi_version() == 3
     assert m["compiler"]["identity"] == toolchain.compiler_identity()
     assert m["compiler"]["flags"] == list(toolchain.FLAGS)
     k = {x["name"]: x for x in m["kernels"]}

@@ -1,4 +1,4 @@
-"""The float functions of include/pypto/kernel_vmath.h (log log2 log10 log1p exp2 expm1 tanh erf sinh cosh asinh
+"""The float functions of include/pypto/kernel_vmath.h (log log2 log10 log1p exp2 expm1 tanh erf erfc sinh cosh asinh
 acosh atanh atan asin acos cbrt sin cos tan) through real
 kernels: within their documented error bound of the fp64 result on a dense sample of each range (every float:
 benchmarks/vmath_ulp.cpp, docs/language.md), exact on the specials (signed zeros, infinities, NaNs, domain edges),
@@ -24,6 +24,7 @@ FUNCS = {
     "expm1": ((-30.0, 88.72), 1.45),
     "tanh": ((-10.0, 10.0), 1.4),
     "erf": ((-4.5, 4.5), 2.8),
+    "erfc": ((-4.5, 10.1), 0.55),
     "sinh": ((-89.4, 89.4), 2.9),
     "cosh": ((-89.4, 89.4), 2.9),
     "asinh": ((-3.4e38, 3.4e38), 1.75),
@@ -194,6 +195,35 @@ def test_trig_near_multiples_of_half_pi_and_at_huge_arguments(fn):
     assert bool(fin.all())
     err = _ulp_error(out, exact)
     assert err.max().item() <= FUNCS[fn][1], (fn, err.max().item(), x[err.argmax()].item())
+
+
+@pytest.mark.parametrize("fn", ["sin", "cos", "tan"])
+def test_trig_blocks_with_a_huge_lane_give_the_scalar_bits(fn):
+    """fp32 sin/cos/tan run in blocks of 64 (pypto_rt::sin_block & co.), with only the fast reduction where every
+    |x| of a block is below 2^20. Blocks with one huge, infinite or NaN lane among small ones, blocks of lanes at
+    the 2^20 edge, and all-small blocks: every element has the bits it gets alone (a run shorter than a block
+    takes the plain per-element loop), whichever reduction its block used."""
+    g = torch.Generator().manual_seed(5)
+    x = (torch.rand(64 * 12 + 5, generator=g, dtype=torch.float64) * 200 - 100).float()
+    edge = _f32(np.array([_bits_of(2.0 ** 20) + d for d in range(-3, 4)], dtype=np.int64))
+    x[70] = 3.0e30                      # block 1: one huge lane
+    x[130], x[200] = float("inf"), float("nan")         # blocks 2 and 3
+    x[256:263] = edge                   # block 4: the threshold and its neighbours
+    x[320:327] = -edge
+    x[400] = 2.0 ** 20 - 64             # block 6: the largest small lane class, alone
+    out = torch.full_like(x, 7.0)
+    unary(x, out, fn=fn)
+    alone = torch.full_like(x, 7.0)
+    for i in range(0, x.numel(), 63):
+        piece = x[i:i + 63].clone()
+        got = torch.full_like(piece, 7.0)
+        unary(piece, got, fn=fn)
+        alone[i:i + 63] = got
+    assert torch.equal(out.view(torch.int32), alone.view(torch.int32)), fn
+    exact = _ref(fn, x)
+    fin = exact.float().isfinite() & (exact.float() != 0)
+    assert _ulp_error(out[fin], exact[fin]).max().item() <= FUNCS[fn][1], fn
+    assert torch.isnan(out[~torch.isfinite(x)]).all(), fn
 
 
 # two-argument functions: bound in ulp of the fp64 result (benchmarks/vmath_ulp.cpp's pairs, docs/language.md)

@@ -38,9 +38,10 @@ def test_fp4_x2_is_packed_two_per_byte():
 
 
 def test_the_native_core_set():
-    assert [d for d in pypto.DataType if d.native] == [pypto.DataType(i) for i in (*range(13), 15, 16, 17, 19)]
+    assert [d for d in pypto.DataType if d.native] == [pypto.DataType(i) for i in (*range(13), 15, 16, 17, 18, 19,
+                                                                                   23)]
     assert [d for d in pypto.DataType if d.storage_only] == [pypto.DT_FP8E4M3, pypto.DT_FP8E5M2, pypto.DT_FP8E8M0,
-                                                             pypto.DT_FP4_E2M1X2]
+                                                             pypto.DT_FP4_E2M1, pypto.DT_FP4_E2M1X2, pypto.DT_HF8]
     assert pypto.DT_UINT16.is_int and not pypto.DT_UINT16.is_float and pypto.DT_FP8E5M2.is_float
     # the core's names by code are the Python short names (the manifest and the messages use them)
     assert list(pypto._core.DTYPE_NAMES) == [pypto.DataType(i).short for i in range(len(pypto._core.DTYPE_NAMES))]
@@ -49,9 +50,9 @@ def test_the_native_core_set():
 
 def test_non_native_annotation_is_a_clear_decoration_error():
     with pytest.raises(pypto.KernelDefinitionError,
-                       match=r"kernel 'k_hf8': parameter 'a': tensor dtype pypto.DT_HF8 is not supported yet"):
+                       match=r"kernel 'k_hf4': parameter 'a': tensor dtype pypto.DT_HF4 is not supported yet"):
         @pypto.frontend.jit
-        def k_hf8(a: pypto.Tensor([4], pypto.DT_HF8)):
+        def k_hf4(a: pypto.Tensor([4], pypto.DT_HF4)):
             pass
 
 
