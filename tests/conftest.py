@@ -29,6 +29,10 @@ def pytest_configure(config):
     if not os.environ.get("PYPTO_CACHE_DIR"):
         os.environ["PYPTO_CACHE_DIR"] = tempfile.mkdtemp(prefix="pypto-test-cache-")
         _made_cache.append(os.environ["PYPTO_CACHE_DIR"])
+    # pass verify writes its log under pypto_impl.LogTopFolder() (./output by default): keep it out of the tree
+    if not os.environ.get("TILE_FWK_OUTPUT_DIR"):
+        os.environ["TILE_FWK_OUTPUT_DIR"] = tempfile.mkdtemp(prefix="pypto-test-output-")
+        _made_cache.append(os.environ["TILE_FWK_OUTPUT_DIR"])
 
 
 def pytest_unconfigure(config):

@@ -29,8 +29,10 @@ from __future__ import annotations
 import argparse
 import ast
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import types
 from concurrent.futures import ThreadPoolExecutor
@@ -127,11 +129,15 @@ def run_example(path: Path, example_id: str | None, style: str, timeout: float) 
     argv += ["--run_mode", "sim"]
     cmd = [sys.executable, __file__, "--child", str(path), "--"] + argv
     t0 = time.time()
+    # the verify log (pypto_impl.LogTopFolder) goes to a folder of the example's own, not into the caller's folder
+    out_dir = tempfile.mkdtemp(prefix="pypto-ref-output-")
     try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                           env=dict(os.environ, TILE_FWK_OUTPUT_DIR=out_dir))
         out, rc = r.stdout + r.stderr, r.returncode
     except subprocess.TimeoutExpired:
         out, rc = f"TIMEOUT after {timeout}s", -1
+    shutil.rmtree(out_dir, ignore_errors=True)
     golden = 0
     for line in out.splitlines():
         if line.startswith("[run_reference_examples] golden="):

@@ -32,9 +32,11 @@ import ast
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -157,7 +159,9 @@ def run_case(root: Path, case: dict, timeout: float) -> dict:
         return dict(case, status="npu_only", detail=case["needs"], secs=0.0)
     # ut/ holds packages without an __init__.py above them (`from kirin.common import ...`)
     path = [str(_HERE), str(root / "ut"), os.environ.get("PYTHONPATH", "")]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in path if p))
+    # the verify log (pypto_impl.LogTopFolder) goes to a folder of the case's own, not into the suite's folder
+    out_dir = tempfile.mkdtemp(prefix="pypto-ref-output-")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in path if p), TILE_FWK_OUTPUT_DIR=out_dir)
     env.pop("ASCEND_HOME_PATH", None)
     cmd = [sys.executable, "-m", "pytest", case["id"], "-q", "-p", "reference_shim", "--noconftest",
            "-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:randomly", "--rootdir", str(root),
@@ -173,6 +177,7 @@ def run_case(root: Path, case: dict, timeout: float) -> dict:
         os.killpg(p.pid, signal.SIGKILL)
         p.communicate()
         status, detail = "timeout", f"no result after {timeout:.0f}s (killed)"
+    shutil.rmtree(out_dir, ignore_errors=True)
     return dict(case, status=status, detail=detail, secs=time.time() - t0)
 
 

@@ -38,7 +38,6 @@ class ConvRandomEmitter:
         self.alloc(out.storage)
         xp, wp = self.ptr(x, const=True), self.ptr(w, const=True)
         bp = self.ptr(op.ins[2], const=True) if a["bias"] else None
-        cout_g = w.shape[0] // a["groups"]
         cin_g = w.shape[1]
         ivars, opened = self.nest(out.shape, None, ivdep=False)
         n, co, os_ = ivars[0], ivars[1], ivars[2:]
@@ -51,10 +50,11 @@ class ConvRandomEmitter:
             self.open(f"for (int64_t {k} = 0; {k} < {w.shape[2 + i]}; ++{k})")
             self.line(f"const int64_t {p} = {os_[i]} * {a['strides'][i]} - {a['paddings'][2 * i]} + "
                       f"{k} * {a['dilations'][i]};")
-            self.line(f"if ({p} < 0 || {p} >= {x.shape[2 + i]}) continue;")
+            self.line(f"if ({p} < 0 || {p} >= {self.dim(x.shape[2 + i])}) continue;")
             ks.append(k)
             pos.append(p)
-        xi = self.index(x, [n, f"({co} / {cout_g} * {cin_g} + {ci})"] + pos)
+        chan = ci if a["groups"] == 1 else f"({co} / {w.shape[0] // a['groups']} * {cin_g} + {ci})"
+        xi = self.index(x, [n, chan] + pos)
         wi = self.index(w, [co, ci] + ks)
         self.line(f"{acc} += pypto_rt::Cvt<float>::from({xp}[{xi}]) * pypto_rt::Cvt<float>::from({wp}[{wi}]);")
         self.close(1 + nd)

@@ -314,18 +314,27 @@ class Builder:
         return var
 
     # ---- branches -------------------------------------------------------------------------------------------
+    @staticmethod
+    def branch_tensor_conflict(stmt: If, t: Value, e: Value, name: str):
+        """Why the tensors `t` (then-branch) and `e` (else-branch) of a name cannot be merged after a kernel-level
+        `if` (a different dtype or shape, as known at trace time, named both ways), or None when they can."""
+        where = f"kernel-level `if` at {stmt.line}"
+        if t.dtype != e.dtype:
+            return (f"`{name}` is a {t.dtype.short} tensor in one branch of the {where} and a {e.dtype.short} "
+                    f"tensor in the other; cast one so both branches agree to use it after the `if`")
+        if len(t.shape) != len(e.shape) or not all(same_dim(a, b) for a, b in zip(t.shape, e.shape)):
+            return (f"`{name}` has shape {[S.to_text(d) for d in t.shape]} in one branch of the {where} and "
+                    f"{[S.to_text(d) for d in e.shape]} in the other; both branches must give it the same shape "
+                    f"to use it after the `if`")
+        return None
+
     def branch_merge_tensor(self, stmt: If, t: Value, e: Value, name: str) -> Value:
         """The tensor a name holds after a kernel-level `if` that bound it to `t` in the then-branch and `e` in the
         else-branch: a local tensor allocated before the `if`, each branch copying its value into it at its end.
-        Both must have the same dtype and shape (the shape as known at trace time)."""
-        where = f"kernel-level `if` at {stmt.line}"
-        if t.dtype != e.dtype:
-            raise self.error("if", f"`{name}` is a {t.dtype.short} tensor in one branch of the {where} and a "
-                                   f"{e.dtype.short} tensor in the other; cast one so both branches agree")
-        if len(t.shape) != len(e.shape) or not all(same_dim(a, b) for a, b in zip(t.shape, e.shape)):
-            raise self.error("if", f"`{name}` has shape {[S.to_text(d) for d in t.shape]} in one branch of the "
-                                   f"{where} and {[S.to_text(d) for d in e.shape]} in the other; both branches "
-                                   f"must give it the same shape to use it after the `if`")
+        Both must have the same dtype and shape (branch_tensor_conflict)."""
+        why = self.branch_tensor_conflict(stmt, t, e, name)
+        if why is not None:
+            raise self.error("if", why)
         cap = tuple(None if a is None or b is None else max(a, b) for a, b in zip(t.cap, e.cap))
         out = self.new_storage(LOCAL, t.dtype, t.shape, cap)
         self.op("fill", out, [0])

@@ -35,8 +35,24 @@ def _as_lin(x):
     return int(x), {}
 
 
+def _cancel_shifted(c: int, items: list):
+    """min(p, q) - min(p - k, q - k) = k (likewise max): the pairs of such atoms in `items` (coefficients +1 and -1)
+    folded into the constant, so that a slice `t[m - 1:m]` of a tail size m has the size 1."""
+    for a, ka in items:
+        for b, kb in items:
+            if ka != 1 or kb != -1 or a.op != b.op or a.op not in ("min", "max"):
+                continue
+            for p2, q2 in (b.args, b.args[::-1]):
+                d = _const_diff(a.args[0], p2)
+                if d is not None and d == _const_diff(a.args[1], q2):
+                    rest = [(x, k) for x, k in items if x is not a and x is not b]
+                    return _cancel_shifted(c + d, rest)
+    return c, items
+
+
 def _make_lin(c: int, terms: dict):
     items = [(a, k) for a, k in terms.values() if k != 0]
+    c, items = _cancel_shifted(c, items)
     if not items:
         return c
     # min(a, b) + t -> min(a + t, b + t) (likewise max; -min(a, b) = max(-a, -b)): keeps tail sizes such as

@@ -85,6 +85,9 @@ class TileL1Info:
     tileN: int = 16         # noqa: N815
     tileBatch: int = 1      # noqa: N815
 
+    def __post_init__(self):
+        _concrete_fields(self)
+
 
 @dataclasses.dataclass(frozen=True)
 class TileL0Info:
@@ -94,8 +97,19 @@ class TileL0Info:
     tileK: int = 16         # noqa: N815
     tileN: int = 16         # noqa: N815
 
+    def __post_init__(self):
+        _concrete_fields(self)
+
+
+def _concrete_fields(info) -> None:
+    """A concrete SymbolicScalar size (`tileN=pypto.symbolic_scalar(32)`) is kept as its int, as the reference
+    reads it."""
+    for f in dataclasses.fields(info):
+        object.__setattr__(info, f.name, S.concrete_int(getattr(info, f.name)))
+
 
 def _check_fields(op, info, cls):
+    """Every size an int >= 1 (a symbol without a value is refused: the tile sizes are fixed at compile time)."""
     if not isinstance(info, cls):
         raise _fail(op, f"expected a pypto.{cls.__name__}, got {describe(info)}", TypeError)
     for f in dataclasses.fields(info):

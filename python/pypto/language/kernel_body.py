@@ -160,8 +160,12 @@ class Branch:
                     merged := self.builder.branch_merge_scalar(self.stmt, t, e, n)) is not None:
                 out[n] = merged    # a scalar set differently in each branch: cond ? t : e (or a merge slot)
             elif isinstance(t, Value) and isinstance(e, Value):
-                # a tensor from each branch: both copy into one local tensor made before the `if`
-                out[n] = self.builder.branch_merge_tensor(self.stmt, t, e, n)
+                # a tensor from each branch: both copy into one local tensor made before the `if`; tensors that
+                # differ in dtype or shape are branch-local (the reference's branches bind a name freely, the
+                # name then holds whichever ran): a use after the `if` is the error
+                why = self.builder.branch_tensor_conflict(self.stmt, t, e, n)
+                out[n] = self.builder.branch_merge_tensor(self.stmt, t, e, n) if why is None else \
+                    Undefined(f"kernel '{self.rt.kernel_name}': if: {why}")
             elif t is _MISSING or e is _MISSING:
                 out[n] = Undefined(
                     f"kernel '{self.rt.kernel_name}': `{n}` is assigned in only one branch of the kernel-level "

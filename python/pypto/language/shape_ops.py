@@ -68,19 +68,30 @@ def view(t, shape, offsets, valid_shape=None):
                                            f"shape {S.to_text(d)}", op)
         logical = valid
     else:
-        logical = [_clamped(o, d, pd) for o, d, pd in zip(offsets, shape, t.shape)]
+        logical = [_clamped(b, o, d, pd) for o, d, pd in zip(offsets, shape, t.shape)]
     return _window(t, offsets, tuple(logical), cap, op)
 
 
-def _clamped(o, d, pd):
-    """The reference's inferred valid size of a view's dim: a tile that runs past the tensor's end (statically
-    known) holds only the tensor's remaining elements, `pd - o`; the tile shape stays its capacity."""
+def _clamped(b, o, d, pd):
+    """The reference's inferred valid size of a view's dim: a tile that runs past the tensor's end holds only the
+    tensor's remaining elements, `pd - o`; the tile shape stays its capacity. Statically known: that number. With
+    an offset that moves with a kernel loop (`64 * i` over a 144-wide dim): when the last iteration provably runs
+    past the end, `min(d, pd - o)`, a symbolic valid size; when every iteration provably fits, or nothing is known,
+    `d` (the window's run-time bounds check stays)."""
     fits = S.compare("<=", S.add(o, d), pd)
     if fits is False:
         rest = S.sub(pd, o)
         if isinstance(rest, int) and rest >= 0:
             return rest
-    return d
+    if fits is True or not isinstance(d, int) or not _moves_with_a_loop(b, o):
+        return d
+    last_end = b.loop_upper_bound(S.add(o, d))
+    if last_end is None or S.compare(">", last_end, pd) is not True:
+        return d
+    last_off = b.loop_upper_bound(o)
+    if last_off is None or S.compare("<", last_off, pd) is not True:
+        return d                        # an iteration would start past the end: the window's check reports it
+    return S.smin(d, S.sub(pd, o))
 
 
 def _norm_index(i, d, ax, op):
@@ -262,6 +273,15 @@ def _is_contiguous(t: Value) -> bool:
     return True
 
 
+def _dims_reordered(t: Value) -> bool:
+    """Whether t's dims are out of storage order (a transpose / permute result: a larger stride inside a smaller
+    one). The reference computes such a result into a new tensor, so `reshape(inplace=True)` of it aliases that
+    new tensor; here the transpose is a view and the reshape copies it instead (the same values, and the result
+    aliases nothing the kernel can name but this reshape)."""
+    strides = [s for d, s in zip(t.shape, t.strides) if not (isinstance(d, int) and d == 1)]
+    return any(S.compare("<", a, c) is True for a, c in zip(strides, strides[1:]))
+
+
 def contiguous(t: Value, op="contiguous") -> Value:
     t = check_tensor(t, op)
     if _is_contiguous(t):
@@ -280,9 +300,11 @@ def reshape(t, shape, valid_shape=None, inplace=False):
     """A tensor with the same elements in row-major order and a new shape (one entry may be -1).
 
     A contiguous input is viewed without copying; otherwise it is copied first. `inplace=True` promises a
-    view: the input must be contiguous (an error otherwise) and the result aliases it, so writes through
-    the result write the input — use it for DYNAMIC inputs, whose element count is only known at run time
-    (the count is then checked when the kernel runs).
+    view: the input must be contiguous and the result aliases it, so writes through the result write the
+    input — use it for DYNAMIC inputs, whose element count is only known at run time (the count is then
+    checked when the kernel runs). A strided window (view, slice) with inplace=True is an error, as the
+    reference allows only inplace=False on a view; a transpose / permute result is copied (the reference's
+    transpose is a new tensor, which its reshape then aliases).
 
     `valid_shape=` (possibly symbolic) makes `shape` the static tile and `valid_shape` its logical region,
     like view(..., valid_shape=), and reshapes the valid elements, as the reference does: the input's valid
@@ -318,7 +340,7 @@ def reshape(t, shape, valid_shape=None, inplace=False):
     b.check(S.compare("==", _numel(shape), total),
             f"cannot reshape a tensor of shape {fmt_shape(t.shape)} into {fmt_shape(shape)} (element count "
             f"differs)", op)
-    if inplace and not _is_contiguous(t):
+    if inplace and not _is_contiguous(t) and not _dims_reordered(t):
         raise b.error(op, f"inplace=True needs a contiguous input; this one (shape {fmt_shape(t.shape)}) is a "
                           f"strided view — drop inplace=True to copy, or pypto.clone it first")
     src = t if _is_contiguous(t) else _packed_copy(t)

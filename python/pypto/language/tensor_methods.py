@@ -219,6 +219,13 @@ class TensorMethods:
         return self.shape if d is None else self.shape[d]
 
     @property
+    def valid_shape(self) -> list:
+        """The valid size of each dim (the reference's property): the same sizes as `shape`, which here already is
+        the valid region (of a view, reshape or full with valid_shape=; symbolic where it is), while the static
+        tile stays the storage's capacity."""
+        return list(self.shape)
+
+    @property
     def id(self) -> int:
         """A number identifying this tensor value within the kernel trace (each op result, view or slice is a new
         value with its own id)."""

@@ -3,8 +3,9 @@
 In the reference this is the C++ extension; here the same names are Python objects over our own types:
 `ExternalError` (the error codes, as `pypto.errors` encodes them), `TileL1Info` / `TileL0Info` (conv tiling,
 `pypto.set_conv_tile_shapes`), `ConvReLuType` (conv's `relu_type`: the same enum as `pypto.ReLuType`, whose members
-have the same values) and `ir.DataType`. The reference's internals reached through it (device tensors, verify data,
-log folders) have no meaning without its runtime: reading one is an AttributeError that says so.
+have the same values), `ir.DataType` and `LogTopFolder()` (the folder pass verify writes `verify/interpreter.log`
+into, `pypto.verify.verify_log`). The reference's other internals reached through it (device tensors, verify data)
+have no meaning without its runtime: reading one is an AttributeError that says so.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import enum
 
 from ..errors import ERR_UNKNOWN
 from ..language.hints import TileL0Info, TileL1Info
+from ..verify.verify_log import log_top_folder as LogTopFolder
 from ..vocab.enums import ReLuType
 from . import ir
 
@@ -38,5 +40,5 @@ def __getattr__(name: str):
                          f"(supported: {', '.join(__all__)})")
 
 
-__all__ = ["ExternalError", "TileL1Info", "TileL0Info", "ConvReLuType", "ir"]
+__all__ = ["ExternalError", "TileL1Info", "TileL0Info", "ConvReLuType", "LogTopFolder", "ir"]
 assert ERR_UNKNOWN | ExternalError.INVALID_VAL == 0xF00002

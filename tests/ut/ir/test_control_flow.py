@@ -487,7 +487,36 @@ def test_both_branches_inside_a_loop_on_element_reads():
     torch.testing.assert_close(out, ref, rtol=1e-6, atol=1e-6)   # exp: within an ulp of torch
 
 
+@pypto.frontend.jit
+def k_branch_local(a: pypto.Tensor([D, 16], F32), out16: pypto.Tensor([D, 16], pypto.DT_FP16),
+                   out32: pypto.Tensor([D, 16], F32)):
+    """The reference's flash-attention idiom: each branch binds `o` to a tensor of its own dtype and uses it
+    there only."""
+    if a.shape[0] > 4:
+        o = pypto.cast(a * 2.0, pypto.DT_FP16)
+        out16[:] = o
+    else:
+        o = a + 1.0
+        o = o[:, 0:8]                                          # and another shape
+        out32[:, 0:8] = o
+
+
+@pytest.mark.parametrize("n", [3, 6])
+def test_branches_may_bind_a_name_to_different_dtypes_and_shapes_used_inside_only(n):
+    a = torch.randn(n, 16, generator=torch.Generator().manual_seed(n))
+    out16, out32 = torch.full((n, 16), -1.0).half(), torch.full((n, 16), -1.0)
+    k_branch_local(a, out16, out32)
+    if n > 4:
+        assert torch.equal(out16, (a * 2.0).half()) and torch.equal(out32, torch.full((n, 16), -1.0))
+    else:
+        ref = torch.full((n, 16), -1.0)
+        ref[:, 0:8] = a[:, 0:8] + 1.0
+        assert torch.equal(out32, ref) and torch.equal(out16, torch.full((n, 16), -1.0).half())
+
+
 def test_branches_must_agree_on_dtype_and_shape():
+    """A name bound to tensors of different dtypes or shapes in the two branches cannot be used after the `if`:
+    the use is the error, naming both."""
     @pypto.frontend.jit
     def k_dtypes(a: pypto.Tensor([D, 16], F32), out: pypto.Tensor([D, 16], F32)):
         if a.shape[0] > 4:

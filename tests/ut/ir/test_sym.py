@@ -32,6 +32,17 @@ def test_min_distributes_and_bounds():
     assert S.upper_bound(n) is None
 
 
+def test_shifted_min_max_cancel():
+    """min(p, q) - min(p - k, q - k) = k: the size of a slice `t[m - 1:m]` of a tail size m is 1."""
+    m = S.smin(n - i * 4, 4)
+    assert S.sub(m, S.sub(m, 1)) == 1
+    assert S.sub(S.smin(n, i), S.smin(i - 2, n - 2)) == 2
+    assert S.sub(S.smax(n, 4), S.smax(n - 3, 1)) == 3
+    assert isinstance(S.sub(m, S.smin(n - i * 4, 5)), S.Sym)          # not a shift: kept
+    assert isinstance(S.sub(S.smin(n, 4), S.smax(n - 1, 3)), S.Sym)   # min vs max: kept
+    assert S.evaluate(S.sub(m, S.smin(n - i * 4, 5)), {"n": 3, "i": 0}, key=lambda v: v.args[0]) == 0
+
+
 def test_bool_and_index_are_errors():
     with pytest.raises(KernelTraceError, match="pypto.cond"):
         bool(n > 3)

@@ -86,6 +86,90 @@ def test_conv_dynamic_batch_bias_fp32_and_verify():
     assert kern.cache_info()["specializations"] == 1
 
 
+def test_conv_dynamic_spatial_dims_and_verify():
+    """A DYNAMIC H and W (one specialization for every size): the output's size along them is symbolic; the IR
+    interpreter agrees with the compiled kernel."""
+    def k(x: T([1, 4, pypto.DYNAMIC, pypto.DYNAMIC], pypto.DT_FP32), w: T([6, 4, 3, 3], pypto.DT_FP32),
+          o: T([1, 6, pypto.DYNAMIC, pypto.DYNAMIC], pypto.DT_FP32)):
+        o[:] = pypto.conv(x, w, pypto.DT_FP32, [1, 2], [1, 1, 0, 2], [1, 1])
+    kern = pypto.frontend.jit(k, verify_options={"enable_pass_verify": True})
+    w = torch.randn(6, 4, 3, 3, generator=torch.Generator().manual_seed(3))
+    for h, wd in ((5, 9), (12, 4), (3, 3)):
+        x = torch.randn(1, 4, h, wd, generator=torch.Generator().manual_seed(h))
+        ref = _conv_ref(x, w, [1, 2], [1, 1, 0, 2], [1, 1], 1, None, False, torch.float32)
+        out = torch.full(ref.shape, float("nan"))
+        kern(x, w, out)
+        torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5)
+        assert [(r.stage, r.status) for r in kern.last_verify] == [("TENSOR_GRAPH", "ok"), ("CODEGEN_BINARY", "ok")]
+    assert kern.cache_info()["specializations"] == 1
+
+
+@pypto.frontend.jit
+def k_conv_h_tiles(x: T([1, 4, pypto.DYNAMIC, 10], pypto.DT_FP16), w: T([8, 4, 3, 3], pypto.DT_FP16),
+                   o: T([1, 8, pypto.DYNAMIC, 8], pypto.DT_FP16)):
+    """The reference's dynamic-H idiom (st/test_conv.py::test_conv2d_dynamic_hout_relu): H tiles of 4 output rows
+    read overlapping input views of 6 rows whose valid size shrinks at the end."""
+    hin, hout = x.shape[2], o.shape[2]
+    pypto.set_conv_tile_shapes(pypto.TileL1Info(tileHin=6, tileHout=4, tileWin=10, tileWout=16, tileN=16),
+                               pypto.TileL0Info(tileH=4, tileW=16, tileK=16, tileN=16))
+    for i in pypto.loop(0, (hout + 3) // 4, 1):
+        xv = pypto.view(x, [1, 4, 6, 10], [0, 0, i * 4, 0], valid_shape=[1, 4, (hin - i * 4).min(6), 10])
+        r = pypto.conv(xv, w, pypto.DT_FP16, [1, 1], [0, 0, 0, 0], [1, 1],
+                       extend_params={"relu_type": pypto.ReLuType.RELU})
+        pypto.assemble(r, [0, 0, i * 4, 0], o)
+
+
+@pytest.mark.parametrize("h", [6, 11, 14])
+def test_conv_over_h_tiles_of_a_dynamic_dim(h):
+    g = torch.Generator().manual_seed(h)
+    x, w = torch.rand(1, 4, h, 10, generator=g).half(), torch.rand(8, 4, 3, 3, generator=g).half()
+    ref = _conv_ref(x, w, [1, 1], [0, 0, 0, 0], [1, 1], 1, None, True, torch.float16)
+    out = torch.full(ref.shape, -1.0).half()
+    k_conv_h_tiles(x, w, out)
+    torch.testing.assert_close(out, ref, rtol=1e-3, atol=4e-3)
+
+
+@pypto.frontend.jit
+def k_conv_cout_tiles(x: T([1, 4, 12], pypto.DT_BF16), w: T([pypto.DYNAMIC, 4, 3], pypto.DT_BF16),
+                      o: T([1, pypto.DYNAMIC, 12], pypto.DT_BF16)):
+    """Cout tiles of a DYNAMIC weight, the tile size a SymbolicScalar (st/test_conv.py::test_conv1d_dynamic_cout)."""
+    tile = pypto.symbolic_scalar(16)
+    pypto.set_conv_tile_shapes(pypto.TileL1Info(tileWin=12, tileWout=16, tileN=tile),
+                               pypto.TileL0Info(tileW=16, tileN=tile))
+    for i in pypto.loop(0, (w.shape[0] + tile - 1) // tile, 1):
+        r = pypto.conv(x, w[i * tile:i * tile + tile, :, :], pypto.DT_BF16, [1], [1, 1], [1])
+        pypto.assemble(r, [0, i * tile, 0], o)
+
+
+@pytest.mark.parametrize("cout", [16, 40])
+def test_conv_over_cout_tiles_with_a_symbolic_tile_size(cout):
+    g = torch.Generator().manual_seed(cout)
+    x, w = torch.randn(1, 4, 12, generator=g).bfloat16(), torch.randn(cout, 4, 3, generator=g).bfloat16()
+    ref = _conv_ref(x, w, [1], [1, 1], [1], 1, None, False, torch.bfloat16)
+    out = torch.full(ref.shape, -1.0).bfloat16()
+    k_conv_cout_tiles(x, w, out)
+    torch.testing.assert_close(out, ref, rtol=8e-3, atol=3e-2)
+    assert pypto.TileL1Info(tileN=pypto.symbolic_scalar(32)).tileN == 32
+
+
+def k_conv_tile_sym(x: T([pypto.DYNAMIC, 4], pypto.DT_FP32), o: T([pypto.DYNAMIC, 4], pypto.DT_FP32)):
+    pypto.set_conv_tile_shapes(pypto.TileL1Info(tileN=x.shape[0]))
+    o[:] = x + 1.0
+
+
+def k_conv_cout_groups(x: T([1, 4, 12], pypto.DT_FP32), w: T([pypto.DYNAMIC, 2, 3], pypto.DT_FP32),
+                       o: T([1, pypto.DYNAMIC, 10], pypto.DT_FP32)):
+    o[:] = pypto.conv(x, w, pypto.DT_FP32, [1], [0, 0], [1], groups=2)
+
+
+def test_conv_symbolic_sizes_errors():
+    _expect(KernelTraceError, k_conv_tile_sym, [torch.zeros(2, 4), torch.full((2, 4), 3.0)],
+            ["set_conv_tile_shapes: TileL1Info.tileN must be an int >= 1, got"])
+    _expect(UnsupportedFeatureError, k_conv_cout_groups, [torch.zeros(1, 4, 12), torch.zeros(4, 2, 3),
+                                                          torch.full((1, 4, 10), 3.0)],
+            ["conv: a dynamic dim 0 of weight", "Cout when groups=1", "not supported yet"])
+
+
 def _expect(exc, fn, args, parts):
     k = pypto.frontend.jit(fn)
     before = [a.clone() for a in args]

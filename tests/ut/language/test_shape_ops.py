@@ -88,15 +88,23 @@ def test_reshape_copies_strided_input_and_inplace_refuses():
     assert torch.equal(out, x.t().reshape(15))
 
     @pypto.frontend.jit
-    def k_inplace(x: pypto.Tensor, out: pypto.Tensor):
+    def k_inplace_t(x: pypto.Tensor, out: pypto.Tensor):      # a transpose result: copied, as k above
         out[:] = pypto.reshape(pypto.transpose(x, 0, 1), [15], inplace=True)
 
-    out = torch.full((15,), 4.0)
+    out = torch.zeros(15)
+    k_inplace_t(x, out)
+    assert torch.equal(out, x.t().reshape(15))
+
+    @pypto.frontend.jit
+    def k_inplace(x: pypto.Tensor, out: pypto.Tensor):        # a strided window: refused, as the reference
+        out[:] = pypto.reshape(x[:, 1:4], [9], inplace=True)
+
+    out = torch.full((9,), 4.0)
     with pytest.raises(KernelTraceError) as ei:
         k_inplace(x, out)
     msg = str(ei.value)
     assert "k_inplace" in msg and "reshape" in msg and "inplace=True needs a contiguous input" in msg
-    assert torch.equal(out, torch.full((15,), 4.0))
+    assert torch.equal(out, torch.full((9,), 4.0))
 
 
 def test_reshape_errors():
@@ -479,3 +487,64 @@ def test_view_starting_past_the_end_is_still_an_error():
     with pytest.raises(KernelTraceError, match=r"kernel 'k_past': view: dim 1: offset 9 \+ size 4 exceeds"):
         k_past(torch.zeros(4, 8), out)
     assert torch.equal(out, torch.full((4, 4), 5.0))
+
+
+@pypto.frontend.jit
+def k_loop_view_past_end(x: pypto.Tensor([pypto.STATIC, pypto.STATIC], pypto.DT_FP16),
+                         y: pypto.Tensor([pypto.STATIC, pypto.STATIC], pypto.DT_FP16),
+                         out: pypto.Tensor([pypto.STATIC, pypto.STATIC], pypto.DT_FP16)):
+    rows, cols = x.shape
+    for i in pypto.loop((rows + 63) // 64):
+        for j in pypto.loop((cols + 63) // 64):                 # the last tiles hold rows % 64, cols % 64
+            a = pypto.view(x, [64, 64], [i * 64, j * 64])
+            b = pypto.view(y, [64, 64], [i * 64, j * 64])
+            pypto.set_vec_tile_shapes(32, 32)
+            pypto.assemble(a * b + a, [i * 64, j * 64], out)
+
+
+@pytest.mark.parametrize("shape", [(72, 144), (64, 128), (5, 70)])
+def test_view_moving_with_a_loop_past_the_end_holds_the_remaining_elements(shape):
+    """A loop offset whose last tile runs past the end (64 * j over 144 columns): the tile's valid size is
+    min(64, 144 - 64 * j), as the reference infers it (reference: test_verify_frontend_jit.py::test_verify_dyn)."""
+    g = torch.Generator().manual_seed(5)
+    x, y = torch.rand(*shape, generator=g).half(), torch.rand(*shape, generator=g).half()
+    out = torch.full(shape, -1.0).half()
+    k_loop_view_past_end(x, y, out)
+    torch.testing.assert_close(out, x * y + x, rtol=1e-3, atol=1e-3)
+
+
+def test_view_moving_with_a_loop_past_the_end_every_time_is_still_an_error():
+    @pypto.frontend.jit
+    def k_past_loop(a: pypto.Tensor([4, 8], F32), out: pypto.Tensor([4, 4], F32)):
+        for j in pypto.loop(2):
+            pypto.assemble(pypto.view(a, [4, 4], [0, j * 4 + 8]), [0, 0], out)   # starts at 8, 12 of 8
+
+    out = torch.full((4, 4), 5.0)
+    with pytest.raises((KernelTraceError, KernelRuntimeError), match=r"kernel 'k_past_loop': view: dim 1: offset "
+                                                                     r"\(4\*\w+ \+ 8\) \+ size 4 exceeds"):
+        k_past_loop(torch.zeros(4, 8), out)
+    assert torch.equal(out, torch.full((4, 4), 5.0))
+
+
+@pypto.frontend.jit
+def k_inplace_of_transpose(x: pypto.Tensor([pypto.DYNAMIC, 4, 4], F32), out: pypto.Tensor([pypto.DYNAMIC, 4, 4], F32)):
+    """The reference's mhc-sinkhorn idiom (ut/interpreter/test_mhc_sinkhorn.py): reshape(inplace=True) of a
+    transposed row tile, whose transpose the reference computes into a new tensor."""
+    t = x.shape[0]
+    flat = pypto.reshape(x, [t, 16], inplace=True)
+    for i in pypto.loop(0, (t + 7) // 8):
+        rows = (t - i * 8).min(8)
+        tile = pypto.transpose(pypto.view(flat, [8, 16], [i * 8, 0], valid_shape=[rows, 16]), 1, 0)
+        cube = pypto.reshape(tile, [4, 4, rows], inplace=True)       # [j, k, row]
+        cube = cube / pypto.sum(cube, 1, True)                    # over k
+        back = pypto.transpose(pypto.reshape(cube, [16, rows]), 1, 0)
+        out[i * 8:, :, :] = pypto.reshape(back, [rows, 4, 4])
+
+
+@pytest.mark.parametrize("n", [8, 3, 19])
+def test_reshape_inplace_of_a_transposed_tile_copies_it(n):
+    x = torch.rand(n, 4, 4, generator=torch.Generator().manual_seed(n)) + 0.5
+    out = torch.full((n, 4, 4), -1.0)
+    k_inplace_of_transpose(x, out)
+    torch.testing.assert_close(out, x / x.sum(2, keepdim=True), rtol=1e-6, atol=1e-6)
+    assert torch.equal(x, torch.rand(n, 4, 4, generator=torch.Generator().manual_seed(n)) + 0.5)   # input intact

@@ -421,3 +421,25 @@ def test_tensor_methods_round_trunc_scatter():
     out = torch.zeros(3, 4)
     k_methods(a, idx, out)
     torch.testing.assert_close(out, a.round(decimals=1) + a.trunc() + a.scatter(0, idx, 2.0), rtol=0, atol=0)
+
+
+@pypto.frontend.jit
+def k_valid_shape_attr(x: T([pypto.DYNAMIC, 8], pypto.DT_FP32), out: T([pypto.DYNAMIC, 8], pypto.DT_FP32),
+                       sizes: T([4], pypto.DT_INT32)):
+    """The reference's idiom (st/test_gdr_bn_parallel_sched.py): `l = t.valid_shape[0]`, then the last valid row."""
+    n = x.shape[0]
+    for i in pypto.loop(0, (n + 3) // 4):
+        v = pypto.view(x, [4, 8], [i * 4, 0], valid_shape=[(n - i * 4).min(4), 8])
+        rows = v.valid_shape[0]
+        out[i * 4:, :] = v - v[rows - 1:rows, :]
+    sizes[:] = pypto.full([4], len(pypto.full([2, 3], 1.0, pypto.DT_FP32).valid_shape), pypto.DT_INT32)
+
+
+@pytest.mark.parametrize("n", [4, 6, 9])
+def test_valid_shape_attribute_is_the_valid_region(n):
+    x = _rand((n, 8), seed=n)
+    out, sizes = torch.full((n, 8), 5.0), torch.zeros(4, dtype=torch.int32)
+    k_valid_shape_attr(x, out, sizes)
+    ref = torch.cat([t - t[-1:] for t in x.split(4)])
+    assert torch.equal(out, ref)
+    assert torch.equal(sizes, torch.full((4,), 2, dtype=torch.int32))

@@ -132,10 +132,12 @@ def test_verify_finds_a_miscompiled_stage(monkeypatch):
 
 def test_verify_tolerance_and_filter(monkeypatch):
     real = verify_check.launch
+    wrong = [(0, 0)]
 
     def off_by(library, tensors, scalars=(), num_threads=1, debug_mode=0):
         real(library, tensors, scalars, num_threads, debug_mode)
-        tensors[2][0, 0] += 5e-4
+        for r, c in wrong:
+            tensors[2][r, c] += 5e-4
     monkeypatch.setattr(verify_check, "launch", off_by)
     x, y = _rand(4, 8, seed=7), _rand(4, 8, seed=8)
     loose = pypto.frontend.jit(_body, verify_options={"enable_pass_verify": True,
@@ -143,7 +145,17 @@ def test_verify_tolerance_and_filter(monkeypatch):
     loose(x, y, torch.zeros(4, 8))                          # 5e-4 < atol
     tight = pypto.frontend.jit(_body, verify_options={"enable_pass_verify": True,
                                                       "pass_verify_error_tol": [0.0, 1e-4]})
-    with pytest.raises(KernelRuntimeError, match=r"stage CODEGEN_BINARY: .*worst at index \[0, 0\]"):
+    # the reference's budget: of 32 elements, isqrt(32) // 2 = 2 may be outside (none 128-fold)
+    assert verify_check.error_budget(32, 0.0, 1e-4) == 2 and verify_check.error_budget(20000, 1e-3, 1e-3) == 20
+    tight(x, y, torch.zeros(4, 8))
+    assert "1 element(s) outside the tolerance, within the 2 allowed" in tight.last_verify[1].tensors["out"][2]
+    wrong[:] = [(0, 0), (1, 1), (3, 2)]
+    with pytest.raises(KernelRuntimeError, match=r"stage CODEGEN_BINARY: tensor 'out': 3 of 32 elements .*worst "
+                                                 r"at index \[[013], [012]\].*; at most 2 may be"):
+        tight(x, y, torch.zeros(4, 8))
+    wrong[:] = [(2, 5)] * 30                                # one element 1.5e-2 off: beyond 128 * 1e-4
+    with pytest.raises(KernelRuntimeError, match=r"1 of 32 elements .*worst at index \[2, 5\].*one is 128-fold "
+                                                 r"outside"):
         tight(x, y, torch.zeros(4, 8))
     only_ir = pypto.frontend.jit(_body, verify_options={"enable_pass_verify": True,
                                                         "pass_verify_error_tol": [0.0, 1e-4],
@@ -244,3 +256,56 @@ def test_verify_reports_a_failing_run_time_check_in_every_stage():
     k_rows(_rand(3, 8, seed=2), out, 2)
     torch.testing.assert_close(out[:2], _rand(3, 8, seed=2)[:2] + 1.0)
     assert bool((out[2] == 6.0).all())
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the verify log (pypto_impl.LogTopFolder()/verify/interpreter.log), as the reference's tests read it
+# ---------------------------------------------------------------------------------------------------------------
+
+def _log_text(monkeypatch, tmp_path):
+    monkeypatch.setenv("TILE_FWK_OUTPUT_DIR", str(tmp_path))
+    folder = pypto.pypto_impl.LogTopFolder()
+    assert folder == pypto.pypto_impl.LogTopFolder()          # one folder per process and output dir
+    assert os.path.dirname(folder) == str(tmp_path)
+    assert re.fullmatch(rf"output_\d{{8}}_\d{{6}}_\d{{6}}_{os.getpid()}_.+", os.path.basename(folder))
+    log = os.path.join(folder, "verify", "interpreter.log")
+    return lambda: open(log, encoding="utf-8").read() if os.path.exists(log) else ""
+
+
+def test_verify_log_reports_what_each_stage_checked(monkeypatch, tmp_path):
+    read = _log_text(monkeypatch, tmp_path)
+    k = pypto.frontend.jit(_body, verify_options={"enable_pass_verify": True})
+    x, y = _rand(4, 8, seed=11), _rand(4, 8, seed=12)
+    pypto.set_verify_golden_data(goldens=[None, None, _ref(x, y)])
+    out = torch.zeros(4, 8)
+    k(x, y, out)
+    torch.testing.assert_close(out, _ref(x, y), rtol=1e-5, atol=1e-5)
+    text = read()
+    for stage in ("TENSOR_GRAPH", "CODEGEN_BINARY"):
+        assert f"[EVENT]" in text and f"_body {stage} Verify for tensor 'out' (tensor parameter 2) result PASS " \
+                                      f"(against golden data)" in text
+        assert f"_body {stage} Verify for tensor 'x' (tensor parameter 0) result NO_COMPARE (not written by " \
+               f"the kernel)" in text
+    assert not re.search("error|fail", text, re.IGNORECASE)    # the reference suite's check of a passing run
+    saving = pypto.frontend.jit(_body, verify_options={"enable_pass_verify": True, "pass_verify_save_tensor": True})
+    saving(x, y, torch.zeros(4, 8))                           # saved next to the log by default, as the reference
+    saved = os.path.join(pypto.pypto_impl.LogTopFolder(), "verify", "_body", "CODEGEN_BINARY_out.pt")
+    torch.testing.assert_close(torch.load(saved), _ref(x, y), rtol=1e-5, atol=1e-5)
+
+
+def test_verify_log_marks_a_mismatch_failed(monkeypatch, tmp_path):
+    read = _log_text(monkeypatch, tmp_path)
+    k = pypto.frontend.jit(_body, verify_options={"enable_pass_verify": True,
+                                                  "pass_verify_pass_filter": ["TENSOR_GRAPH"]})
+    x, y = _rand(3, 8, seed=13), _rand(3, 8, seed=14)
+    bad = _ref(x, y)
+    bad[2, 3] += 3.0                                          # beyond 128-fold the tolerance there (-7.7)
+    pypto.set_verify_golden_data(goldens=[None, None, bad])
+    out = torch.full((3, 8), 7.0)
+    with pytest.raises(KernelRuntimeError, match="pass verify failed"):
+        k(x, y, out)
+    assert bool((out == 7.0).all())
+    text = read()
+    assert re.search(r"\[ERROR\]\[tid:\d+\] \[VERIFY:FAIL\] _body TENSOR_GRAPH Verify for tensor 'out' \(tensor "
+                     r"parameter 2\) result FAILED: tensor 'out': 1 of 24 elements differ from golden data", text)
+    assert "_body CODEGEN_BINARY Verify result NO_COMPARE (not in pass_verify_pass_filter)" in text
