@@ -10,7 +10,6 @@ import atexit
 import contextlib
 import errno
 import hashlib
-import importlib.util
 import os
 import re
 import signal
@@ -84,20 +83,6 @@ def include_dir() -> Path:
     if (p / "pypto" / "kernel_abi.h").is_file():
         return p
     return package.parents[1] / "include"
-
-
-def library_dir() -> Path:
-    """Directory holding libpypto_shmem.so: the installed package's lib/, else the lib/ beside the native core
-    (an editable install builds both into site-packages while this file stays in the checkout)."""
-    package = Path(__file__).resolve().parents[1] / "lib"
-    if (package / "libpypto_shmem.so").is_file():
-        return package
-    spec = importlib.util.find_spec("pypto._core")
-    if spec is not None and spec.origin:
-        beside = Path(spec.origin).resolve().parent / "lib"
-        if (beside / "libpypto_shmem.so").is_file():
-            return beside
-    return package
 
 
 def _once(name, fn):
@@ -246,6 +231,8 @@ def link_flags(source: str) -> list:
     if "#include <pypto/kernel_shmem.h>" not in source:
         return []
     # (the linked library's path is not in the cache key: it is the installed package's, fixed per install)
+    from ..native import library_dir  # here, not at the top: compiling source text needs no native core
+
     lib = tool_path(library_dir())
     return ["-L", lib, f"-Wl,-rpath,{lib}", "-lpypto_shmem"]
 

@@ -17,8 +17,8 @@ import secrets
 import threading
 from pathlib import Path
 
-from ..compiler.toolchain import library_dir
 from ..errors import DistributedError
+from ..native import library_dir
 from .groups import _dist, group_of
 
 SHM_DIR = Path("/dev/shm")
