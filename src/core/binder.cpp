@@ -1,6 +1,7 @@
 // binder: argument checks and key packing (see binder.h).
 #include "core/binder.h"
 
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 
@@ -16,7 +17,8 @@ inline bool rank_ok(const TensorAnnotation& s, int ndim) noexcept {
 
 // the size a kernel sees for dim d: a DT_FP4_E2M1 tensor's last dim holds two values per byte
 inline int64_t logical_size(const TensorStep& s, int d, int nd, int64_t v) noexcept {
-  return s.packed_last && d == nd - 1 ? v * 2 : v;
+  if (!(s.packed_last && d == nd - 1)) return v;
+  return v > INT64_MAX / 2 ? -1 : v * 2;  // a hostile producer's size: -1 matches no annotation (sizes are >= 0)
 }
 
 // kCount: also sum the element counts (for tables with DYNAMIC/named dims, whose keys do not fix them): one multiply
@@ -138,7 +140,10 @@ BindError tensor_error(const ParamTable& table, const DLTensor* tensors) {
                                      "): the tensor does not match the number of dimensions of its annotation"};
     }
     const bool packed = s.dtype == PYPTO_DT_FP4_E2M1;  // sizes count values: the last dim is twice the bytes
-    auto size_at = [&](size_t d) { return packed && int(d) == t.ndim - 1 ? t.shape[d] * 2 : t.shape[d]; };
+    auto size_at = [&](size_t d) -> int64_t {
+      if (!(packed && int(d) == t.ndim - 1)) return t.shape[d];
+      return t.shape[d] > INT64_MAX / 2 ? -1 : t.shape[d] * 2;
+    };
     if (!s.any_shape) {
       for (size_t d = 0; d < s.dims.size(); ++d) {
         const DimAnnotation& ds = s.dims[d];

@@ -156,3 +156,62 @@ def test_a_named_last_dim_of_an_fp4_parameter_is_refused():
     out = torch.full((4, 16), 2.0)
     fails_untouched(pypto.KernelTraceError, lambda: fp4_named(torch.zeros(4, 8, dtype=torch.uint8), out), out,
                     "kernel 'fp4_named'", "parameter 'x'", "cannot be a named dim")
+
+
+_HUGE_PACKED_CHILD = r"""
+import ctypes, numpy as np, pypto
+from callpath.test_errors import _DLDataType, _DLDevice, _DLManagedTensor, _capsule_new, _DLTENSOR_NAME
+
+class HugeBytes:
+    '''uint8 bytes whose DLPack shape claims 2^62 + 8 of them (a hostile producer; data is a real 16-byte buffer)'''
+    def __init__(self):
+        self.host = np.zeros(16, np.uint8)
+        self.shape = (ctypes.c_int64 * 1)((1 << 62) + 8)
+        self.keep = []
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        m = _DLManagedTensor()
+        m.dl_tensor.data = self.host.ctypes.data
+        m.dl_tensor.device = _DLDevice(1, 0)
+        m.dl_tensor.ndim = 1
+        m.dl_tensor.dtype = _DLDataType(1, 8, 1)
+        m.dl_tensor.shape = self.shape
+        m.dl_tensor.strides = None
+        m.dl_tensor.byte_offset = 0
+        m.deleter = None
+        self.keep.append(m)
+        return _capsule_new(ctypes.addressof(m), _DLTENSOR_NAME, None)
+    def __dlpack_device__(self):
+        return (1, 0)
+
+@pypto.frontend.jit
+def fp4_fixed(x: pypto.Tensor([32], pypto.DT_FP4_E2M1), out: pypto.Tensor([32], pypto.DT_FP32)):
+    out[:] = pypto.cast(x, pypto.DT_FP32)
+
+import torch
+out = torch.full((32,), 7.0)
+fp4_fixed(torch.zeros(16, dtype=torch.uint8), out)
+out.fill_(7.0)
+try:
+    fp4_fixed(HugeBytes(), out)
+except ValueError as e:
+    assert "fp4_fixed" in str(e) and "parameter 'x'" in str(e) and "must be 32" in str(e), str(e)
+    assert bool((out == 7.0).all())
+    print("REFUSED")
+"""
+
+
+def test_a_packed_size_past_int64_is_refused_not_wrapped():
+    """A DLPack producer claiming 2^62 + 8 bytes for a DT_FP4_E2M1 parameter: twice that overflows int64, so the
+    binder treats the value count as matching no size (never a wrapped, negative or small one): the call is
+    refused naming kernel, parameter and the expected size, the output untouched (in a child process, so a
+    crash fails this test instead of the run)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    ut = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ut), os.environ.get("PYTHONPATH", "")]))
+    r = subprocess.run([sys.executable, "-c", _HUGE_PACKED_CHILD], capture_output=True, text=True, timeout=300,
+                       env=env, cwd=str(ut))
+    assert r.returncode == 0 and "REFUSED" in r.stdout, (r.returncode, r.stdout[-2000:], r.stderr[-3000:])
