@@ -65,10 +65,6 @@ class TraceRuntime:
                 f"output (at {self.filename}:{lineno})")
 
 
-def _kind(value) -> str:
-    return "kernel tensor" if isinstance(value, Value) else type(value).__name__
-
-
 _MISSING = object()   # a name a branch did not bind
 
 
