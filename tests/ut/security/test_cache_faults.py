@@ -180,7 +180,9 @@ def test_interrupted_foreground_build_leaves_no_temporary_file(tmp_path):
     d, mark = tmp_path / "c", tmp_path / "pid"
     env = dict(os.environ, PYPTO_CACHE_DIR=str(d), PYPTO_CXX=str(_wrapper(tmp_path, mark, ".cpp")),
                PYPTO_TORCH_FAST_READER="0")
-    p = subprocess.Popen([sys.executable, "-c", PRELUDE + textwrap.dedent(KERNEL)], env=env,
+    # SIGUSR1 makes the child print every thread's stack: what a child that outlives its SIGINT was doing
+    stacks = "import faulthandler, signal\nfaulthandler.register(signal.SIGUSR1, all_threads=True)\n"
+    p = subprocess.Popen([sys.executable, "-c", stacks + PRELUDE + textwrap.dedent(KERNEL)], env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 120
@@ -189,7 +191,14 @@ def test_interrupted_foreground_build_leaves_no_temporary_file(tmp_path):
         assert mark.exists(), "the compiler never started"
         time.sleep(0.2)
         p.send_signal(signal.SIGINT)
-        _, err = p.communicate(timeout=60)
+        try:
+            _, err = p.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            p.send_signal(signal.SIGUSR1)
+            time.sleep(2)
+            p.kill()
+            _, err = p.communicate()
+            raise AssertionError("the interrupted process did not exit within 60 s; its threads:\n" + err[-8000:])
     finally:
         p.kill()
     assert "KeyboardInterrupt" in err, err[-2000:]
