@@ -180,8 +180,11 @@ def test_interrupted_foreground_build_leaves_no_temporary_file(tmp_path):
     d, mark = tmp_path / "c", tmp_path / "pid"
     env = dict(os.environ, PYPTO_CACHE_DIR=str(d), PYPTO_CXX=str(_wrapper(tmp_path, mark, ".cpp")),
                PYPTO_TORCH_FAST_READER="0")
-    # SIGUSR1 makes the child print every thread's stack: what a child that outlives its SIGINT was doing
-    stacks = "import faulthandler, signal\nfaulthandler.register(signal.SIGUSR1, all_threads=True)\n"
+    # SIGINT raises KeyboardInterrupt in the child as Ctrl-C does, even when this run inherited an ignored SIGINT
+    # (a background job of a shell without job control: Python then installs no handler); SIGUSR1 makes it print
+    # every thread's stack, what a child that outlives its SIGINT was doing
+    stacks = ("import faulthandler, signal\nsignal.signal(signal.SIGINT, signal.default_int_handler)\n"
+              "faulthandler.register(signal.SIGUSR1, all_threads=True)\n")
     p = subprocess.Popen([sys.executable, "-c", stacks + PRELUDE + textwrap.dedent(KERNEL)], env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
