@@ -323,7 +323,7 @@ def reshape(t, shape, valid_shape=None, inplace=False):
             raise b.error(op, "Reshape(Inplace=true) is not supported for tensors derived from dynamic view "
                               "(valid_shape= and inplace=True do not go together, as in the reference); set "
                               "inplace=False or do not pass valid_shape")
-        return _reshape_tile(t, shape, check_int_list(valid_shape, op, "valid_shape"), inplace, op)
+        return _reshape_tile(t, shape, check_int_list(valid_shape, op, "valid_shape"), op)
     total = _numel(t.shape)
     neg = [i for i, d in enumerate(shape) if isinstance(d, int) and d == -1]
     if len(neg) > 1:
@@ -353,7 +353,8 @@ def _tile_shape(t: Value):
     return tuple(t.cap) if all(c is not None for c in t.cap) else tuple(t.shape)
 
 
-def _reshape_tile(t: Value, shape, valid, inplace, op):
+def _reshape_tile(t: Value, shape, valid, op):
+    """reshape with valid_shape= (never in place: reshape refuses inplace=True with it)."""
     b = current(op)
     if len(valid) != len(shape):
         raise b.error(op, f"valid_shape must have {len(shape)} entries (one per dim of shape), got "
@@ -374,10 +375,6 @@ def _reshape_tile(t: Value, shape, valid, inplace, op):
     if not _is_contiguous(t):
         # The valid elements are reshaped (the reference's rule): the input's valid region, read row-major, fills
         # the output's valid region row-major. That is a view when they lie packed in memory; else pack them.
-        if inplace:
-            raise b.error(op, f"inplace=True needs an input whose valid region {fmt_shape(t.shape)} lies packed "
-                              f"row-major in memory; this one is a strided view (of tile {fmt_shape(tile)}) — drop "
-                              f"inplace=True to copy")
         t = _packed_copy(t)
     return b.new_view(t, t.offset, tuple(valid), tuple(shape), row_major(valid))
 
