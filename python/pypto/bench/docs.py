@@ -182,6 +182,12 @@ def load_kernels(path) -> dict:
     return k
 
 
+def _onednn(isa: dict) -> str:
+    """', oneDNN capped at X' where the run capped torch's oneDNN (its bf16 matmul), else nothing."""
+    cap = isa.get("torch_onednn_max_isa", "unset")
+    return "" if cap == "unset" else f", oneDNN capped at {cap}"
+
+
 def sweep_table(runs: list) -> list[str]:
     """The op sweep's table (markdown): one row per kernel, pypto / torch per (ISA, threads) of each run
     (`--kernels --sweep --json` results, one per PYPTO_KERNEL_ISA), then a geomean, worst-row and count line."""
@@ -201,7 +207,8 @@ def sweep_table(runs: list) -> list[str]:
         run = next(r for r in runs if r["isa"]["kernel_isa"] == isa)
         gm = (run.get("geomean_sweep") or {}).get(str(nt), (run.get("geomean_sweep") or {}).get(nt))
         g5 = (run.get("geomean_five") or {}).get(str(nt), (run.get("geomean_five") or {}).get(nt))
-        lines.append(f"- {isa} ({run['isa']['target_features']}; torch {run['isa']['torch_cpu_capability']}), "
+        lines.append(f"- {isa} ({run['isa']['target_features']}; torch {run['isa']['torch_cpu_capability']}"
+                     f"{_onednn(run['isa'])}), "
                      f"{nt} thread(s): sweep geomean {gm:.2f}x, five kernels {g5:.2f}x, {over} of {len(rows)} rows "
                      f"above 1.25x, worst {worst['kernel']} {worst['ratio']:.2f}x" if gm and g5 else
                      f"- {isa}, {nt} thread(s): {len(rows)} rows")

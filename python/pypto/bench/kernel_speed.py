@@ -153,12 +153,14 @@ def steady_allocator() -> str | None:
 
 def isa_record() -> dict:
     """What the kernels were built for and what torch runs: PYPTO_KERNEL_ISA, the target's vector features as g++
-    defines them, and torch's CPU capability (ATen's dispatch: ATEN_CPU_CAPABILITY=avx2 makes it take its AVX2
-    kernels on an AVX-512 machine)."""
+    defines them, torch's CPU capability (ATen's dispatch: ATEN_CPU_CAPABILITY=avx2 makes it take its AVX2
+    kernels on an AVX-512 machine) and oneDNN's ISA cap (ONEDNN_MAX_CPU_ISA: torch's bf16 matmul is oneDNN's,
+    which ATen's capability does not reach; unset, it uses AVX512-BF16 where the CPU has it)."""
     from ..compiler import toolchain as T
 
     cap = getattr(getattr(torch.backends, "cpu", None), "get_cpu_capability", lambda: None)()
     return {"kernel_isa": T.kernel_isa(), "target_features": T.target_features(), "torch_cpu_capability": cap,
+            "torch_onednn_max_isa": os.environ.get("ONEDNN_MAX_CPU_ISA", "").strip() or "unset",
             "pypto_march": os.environ.get("PYPTO_MARCH", "native")}
 
 
@@ -233,7 +235,7 @@ def print_table(res: dict, compile_s: dict | None = None, say=print):
     isa = res.get("isa") or {}
     if isa:
         say(f"kernels built for PYPTO_KERNEL_ISA={isa['kernel_isa']} ({isa['target_features']}); torch's CPU "
-            f"capability {isa['torch_cpu_capability']}")
+            f"capability {isa['torch_cpu_capability']}, oneDNN's ISA cap {isa['torch_onednn_max_isa']}")
     for nt, gm in res["geomean_five"].items():
         say(f"geometric mean of pypto / torch over the five kernels at {nt} thread(s): {gm:.2f}x")
     for nt, gm in (res.get("geomean_sweep") or {}).items():

@@ -40,3 +40,29 @@ def test_sweep_table_puts_both_isas_side_by_side():
     assert "| tanh fp32 4096x1024 | 0.50x | 0.70x |" in lines and "| sin fp32 4096x1024 | 3.00x | 3.00x |" in lines
     assert any(ln.startswith("- avx2") and "sweep geomean 0.70x" in ln and "1 of 2 rows above 1.25x" in ln
                and "worst sin fp32 4096x1024 3.00x" in ln for ln in lines)
+
+
+def test_sweep_summary_names_onednn_cap_only_when_set():
+    """The summary line says when torch's oneDNN (its bf16 matmul) was capped, and says nothing when it was not."""
+    from pypto.bench.docs import sweep_table
+
+    def run(isa, cap):
+        rec = {"kernel_isa": isa, "target_features": "avx2 fma", "torch_cpu_capability": "AVX2"}
+        if cap:
+            rec["torch_onednn_max_isa"] = cap
+        return {"isa": rec, "threads": [1], "geomean_sweep": {"1": 0.7}, "geomean_five": {"1": 0.8},
+                "rows": [{"kernel": "matmul bf16 1024^3", "threads": 1, "ratio": 0.1}]}
+
+    lines = sweep_table([run("native", None), run("avx2", "AVX2")])
+    native = next(ln for ln in lines if ln.startswith("- native"))
+    avx2 = next(ln for ln in lines if ln.startswith("- avx2"))
+    assert "oneDNN" not in native and "torch AVX2, oneDNN capped at AVX2)" in avx2
+
+
+def test_isa_record_reads_onednn_cap(monkeypatch):
+    from pypto.bench import kernel_speed
+
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")
+    assert kernel_speed.isa_record()["torch_onednn_max_isa"] == "AVX2"
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA")
+    assert kernel_speed.isa_record()["torch_onednn_max_isa"] == "unset"
