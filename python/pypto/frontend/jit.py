@@ -20,14 +20,15 @@ from typing import Any, Callable, Optional, overload
 from ..native import core as _core
 from ..codegen.names import check_text
 from ..compiler import pipeline, toolchain
-from ..errors import CompileError, KernelDefinitionError
+from ..errors import CompileError, KernelDefinitionError, KernelSignatureError
 from ..vocab import options as _options
 from ..vocab.annotations import DYNAMIC, STATIC, DynamicDim
 from .explain import explain as explain_call, miss_reason, tensor_shapes
 from .guards import collect_guards, function_ast, seen_values
 from .rewrite import prepare
 from .verified import VerifiedKernel
-from ..vocab.params import CONSTEXPR, SCALAR, TENSOR, SpecializationRequest, build_params, describe
+from ..vocab.params import (CONSTEXPR, SCALAR, TENSOR, SpecializationRequest, build_params, describe,
+                           packing_refusal)
 
 # the parameter table's encoding names are the core's (core/param_table_json.h)
 _PARAM_KIND = {TENSOR: _core.PARAM_TENSOR, CONSTEXPR: _core.PARAM_CONSTANT, SCALAR: _core.PARAM_SCALAR}
@@ -201,6 +202,9 @@ def _make(fn, groups: dict[str, Any]):
     names = list(fn.__code__.co_varnames[: fn.__code__.co_argcount + fn.__code__.co_kwonlyargcount])
     _check_names(fn, names)
     resolved = _options.validate_options(fn.__name__, names, **groups)
+    refusal = packing_refusal(fn.__name__, fn)
+    if refusal is not None:
+        return RefusedKernel(fn, refusal)
     front = JITKernel(fn, resolved)
     native = _core.JitFunction(front, fn, json.dumps(front.param_table()), [g.native() for g in front.guards],
                                front._on_miss,
@@ -214,6 +218,24 @@ def _make(fn, groups: dict[str, Any]):
     if resolved.verify["enable_pass_verify"]:
         return VerifiedKernel(front, native)  # every call verifies each stage before launching
     return native
+
+
+class RefusedKernel:
+    """What `@jit` returns for a kernel whose signature packs arguments (`*args`, `**kwargs`). As in the reference,
+    decorating succeeds (its options are still checked) and every call raises `KernelSignatureError` with the
+    reference parser's message, before anything is traced, built or run (the arguments are not read)."""
+
+    def __init__(self, fn, message: str):
+        self._message = message
+        functools.update_wrapper(self, fn, updated=())
+
+    def __call__(self, *args, **kwargs):
+        raise KernelSignatureError(self._message)
+
+    compile = explain = export = __call__
+
+    def __repr__(self):
+        return f"<pypto kernel '{self.__name__}' (refused at every call: its signature packs arguments)>"
 
 
 class _OptionWatch:
