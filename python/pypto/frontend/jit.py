@@ -71,6 +71,8 @@ class JITKernel:
         self._native_ref = None
         self.last_stage = None    # StageResult of the last build stopped by host_options.compile_stage
         self.last_verify = None   # StageReports of the last verify_options check
+        self.verify_fixed = resolved.verify  # the verify options fixed at decoration (_make: only the decorator's
+        #                                    and scope's, vocab/options.py verify_fixed)
 
     def _reset_inflight(self):
         """No build in progress. Also run in a forked child: the threads that were building in the parent do not
@@ -206,6 +208,7 @@ def _make(fn, groups: dict[str, Any]):
     if refusal is not None:
         return RefusedKernel(fn, refusal)
     front = JITKernel(fn, resolved)
+    front.verify_fixed = _options.verify_fixed(fn.__name__, groups.get("verify_options"))
     native = _core.JitFunction(front, fn, json.dumps(front.param_table()), [g.native() for g in front.guards],
                                front._on_miss,
                                int(resolved.runtime["run_mode"]),
@@ -261,6 +264,7 @@ class _OptionWatch:
             native._set_runtime(int(resolved.runtime["run_mode"]), int(resolved.runtime["sim_threads"]),
                                 int(resolved.debug["runtime_debug_mode"]))
         self.front.options = resolved
+        self.front.verify_fixed = _options.verify_fixed(self.front.name, self.groups.get("verify_options"))
         self.seen = now
 
 
