@@ -65,6 +65,8 @@ _NPU_TOOLING = (
     ("st/test_dump_perf.py::test_dump_perf", ("machine_trace_perf_data",), _PERF_DUMP),
     ("st/test_swim_line.py::test_swim", ("machine_trace_perf_data",), _PERF_DUMP),
     ("st/test_profiling.py::test_msprof_", ("msprof",), "msprof (CANN's command-line profiler)"),
+    ("st/test_pmu_trace.py::test_pmu_trace_", ("kernel_aicore", "mark_stamp"),
+     "the NPU's AICore kernel sources with PMU trace stamps (<LogTopFolder>/kernel_aicore/*.cce, mark_stamp)"),
 )
 
 
