@@ -150,6 +150,19 @@ class UnsupportedFeatureError(FeError, NotImplementedError):
     _reference_format = False
 
 
+class KernelSignatureError(UnsupportedFeatureError, ParserError):
+    """A kernel signature that packs arguments (`*args`, `**kwargs`). As in the reference, decorating such a kernel
+    succeeds and every call raises this (its parser reads the signature at the call): an UnsupportedFeatureError
+    (NotImplementedError) and the reference's ParserError, whose message starts with the reference's code
+    'ErrCode: F00005' (not implemented), as its error contract promises for this case."""
+
+    def __init__(self, msg: str):
+        code = _CODE_BASE | 5
+        Exception.__init__(self, _with_code(code, msg))
+        self.err_code = code
+        self.node = None
+
+
 class CompileError(PyptoRtError, RuntimeError):
     """The generated C++ failed to compile."""
 

@@ -7,10 +7,14 @@ It maps placement only, nothing a kernel computes:
   torch_npu feature (`npu_format_cast`, `profiler`, streams, graphs, ...) raises `NpuOnlyFeature` naming it, so the
   runner lists that case as needing an NPU-only feature instead of counting it as failed;
 - `tensor.npu()`, `tensor.to("npu:0")` and `device="npu..."` (or an int device) in torch's factories place the
-  tensor on the CPU. A tensor "on the NPU" is a separate copy, as a device copy is, and `.cpu()` of it copies back,
+  tensor on the CPU; `module.npu()` keeps a module's parameters there (it returns the module, as torch's
+  `module.cuda()` does). A tensor "on the NPU" is a separate copy, as a device copy is, and `.cpu()` of it copies back,
   so a test that keeps a host tensor and its device copy keeps two tensors, as on the NPU (`.npu()` of a tensor
   already on the NPU is that tensor, as in torch);
-- `RunMode.NPU` (given in `runtime_options`, or the default with `ASCEND_HOME_PATH` set) becomes `RunMode.SIM`.
+- `RunMode.NPU` (given in `runtime_options`, or the default with `ASCEND_HOME_PATH` set) becomes `RunMode.SIM`;
+- the Python processes a case starts itself (a script it runs with `python`, a multiprocessing child) get the same
+  mapping: the runner puts `reference_child/` on their module path, whose `sitecustomize` loads this module when
+  such a process imports `torch_npu`.
 One setting of the suite's conftest files is kept, as it decides what a case checks: ut/interpreter's conftest turns
 pass verify on (`enable_pass_verify=True`, `pass_verify_pass_filter=["all"]`) for every kernel of that folder, whose
 cases then read the verify log. Ours fixes `enable_pass_verify` when a kernel is decorated, so the shim sets it in
@@ -136,6 +140,10 @@ def _install_tensor_methods() -> None:
         return self.clone() if getattr(self, _ON_NPU, False) else orig_cpu(self, *args, **kwargs)
 
     torch.Tensor.npu, torch.Tensor.to, torch.Tensor.cpu = npu, to, cpu
+
+    def module_npu(self, device=None):   # `module.npu()`: its parameters and buffers stay on the CPU, as torch's
+        return self                      # `module.cuda()` moves them in place and returns the module
+    torch.nn.Module.npu = module_npu
 
 
 def _install_run_mode() -> None:

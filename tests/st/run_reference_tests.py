@@ -18,7 +18,10 @@ placing tensors on the CPU, `RunMode.NPU` meaning SIM; ut/ is on the module path
 are imported by package (`from kirin.common import ...`). The suite's conftest files are not loaded: they clean NPU
 devices up or patch the reference's internals (its interpreter's launcher), which do not exist here. A case that
 reaches another torch_npu feature (`npu_format_cast`, the profiler, streams, graphs) or needs HCCL is listed as
-needing that NPU-only feature, not run, with the feature named.
+needing that NPU-only feature, not run, with the feature named; so is a case that reads what only NPU tooling
+writes or does (`_NPU_TOOLING`, each case listed by hand: the NPU's per-core traces and device performance dump,
+msprof, its core limits). The Python processes a case starts itself (a script, a multiprocessing child)
+get the same placement mapping (tests/st/reference_child/sitecustomize.py).
 
 Golden or behaviour. A case is a golden case when it compares results (a call whose name contains "allclose",
 "assert_close", "isclose", "equal", "compare" or "golden", in the case or in the suite's functions it calls) and
@@ -45,6 +48,26 @@ _HERE = Path(__file__).resolve().parent
 _COMPARE = ("allclose", "assert_close", "isclose", "equal", "compare", "golden")
 _NPU_ONLY_RE = re.compile(r"NPU-only torch_npu feature: ([\w.]+)")
 _DISTRIBUTED = ("hccl", "HCCL")
+# Cases that read what only NPU tooling writes or does, each read and listed here by hand (id prefix), with the texts
+# its code must name for the entry to apply (so that an entry goes stale visibly rather than hiding a changed case):
+# artefacts only an NPU run writes, a CANN tool, the NPU's own core control. The simulator has no such cores, traces
+# or tools, so writing those files would be made up: the case is listed with the feature, not run.
+_TRACES = ("the NPU's per-core task traces (tilefwk_L1_prof_data.json, merged_swimlane.json, dyn_topo.txt: the tasks "
+           "its AIC / AIV cores ran)")
+_PERF_DUMP = ("the NPU's device performance dump (DUMP_DEVICE_PERF: machine_trace_perf_data_*.json of its AICPU / "
+              "AICore cores)")
+_NPU_TOOLING = (
+    ("st/test_control_cores.py::test_rts_", ("set_device_limit", "set_stream_limit"),
+     "the NPU's core limits (torch.npu.set_device_limit / set_stream_limit: AIC / AIV cores per device or stream)"),
+    ("st/test_control_cores.py::test_not_control_cores", ("tilefwk_L1_prof_data.json",), _TRACES),
+    ("st/test_debug_mode_new_front.py::test_debug_mode", ("tilefwk_L1_prof_data.json", "dyn_topo.txt"), _TRACES),
+    ("st/test_perf.py::test_perf", ("tilefwk_L1_prof_data.json", "dyn_topo.txt"), _TRACES),
+    ("st/test_dump_perf.py::test_dump_perf", ("machine_trace_perf_data",), _PERF_DUMP),
+    ("st/test_swim_line.py::test_swim", ("machine_trace_perf_data",), _PERF_DUMP),
+    ("st/test_profiling.py::test_msprof_", ("msprof",), "msprof (CANN's command-line profiler)"),
+    ("st/test_pmu_trace.py::test_pmu_trace_", ("kernel_aicore", "mark_stamp"),
+     "the NPU's AICore kernel sources with PMU trace stamps (<LogTopFolder>/kernel_aicore/*.cce, mark_stamp)"),
+)
 
 
 def _uses_jit(text: str) -> bool:
@@ -94,17 +117,36 @@ def _called_names(fn: ast.AST) -> set[str]:
     return names
 
 
-def classify(case: ast.AST, funcs: dict[str, ast.AST]) -> str:
-    """'golden' or 'behaviour' (see the module docstring)."""
-    seen, todo, calls = set(), [case], set()
+def _closure(case: ast.AST, funcs: dict[str, ast.AST]) -> tuple[set[str], list[ast.AST]]:
+    """The names a case calls or passes along, with the suite's functions among them followed, and those functions."""
+    seen, todo, calls, found = set(), [case], set(), []
     while todo:
         fn = todo.pop()
         if id(fn) in seen:
             continue
         seen.add(id(fn))
+        found.append(fn)
         names = _called_names(fn)
         calls |= names
         todo += [funcs[c] for c in names if c in funcs]
+    return calls, found
+
+
+def npu_tooling(case_id: str, case: ast.AST, funcs: dict[str, ast.AST]) -> str:
+    """The NPU tooling `_NPU_TOOLING` lists for this case, or '' (also when the case no longer names it)."""
+    entry = next((e for e in _NPU_TOOLING if case_id.startswith(e[0])), None)
+    if entry is None:
+        return ""
+    calls, fns = _closure(case, funcs)
+    texts = calls | {n.value for fn in fns for n in ast.walk(fn) if isinstance(n, ast.Constant)
+                     and isinstance(n.value, str)} | {n.attr for fn in fns for n in ast.walk(fn)
+                                                      if isinstance(n, ast.Attribute)}
+    return entry[2] if any(m in t for t in texts for m in entry[1]) else ""
+
+
+def classify(case: ast.AST, funcs: dict[str, ast.AST]) -> str:
+    """'golden' or 'behaviour' (see the module docstring)."""
+    calls, _ = _closure(case, funcs)
     if "raises" in calls:
         return "behaviour"
     low = {c.lower() for c in calls}
@@ -135,7 +177,9 @@ def list_cases(root: Path) -> list[dict]:
                           if isinstance(n, ast.FunctionDef) and n.name.startswith("test")]
         last = dict(tests)  # a name defined twice: pytest runs the last definition
         for name, node in last.items():
-            cases.append({"id": f"{rel}::{name}", "kind": classify(node, funcs), "needs": needs})
+            case_id = f"{rel}::{name}"
+            cases.append({"id": case_id, "kind": classify(node, funcs),
+                          "needs": needs or npu_tooling(case_id, node, funcs)})
     return cases
 
 
@@ -158,7 +202,8 @@ def run_case(root: Path, case: dict, timeout: float) -> dict:
     if case["needs"]:
         return dict(case, status="npu_only", detail=case["needs"], secs=0.0)
     # ut/ holds packages without an __init__.py above them (`from kirin.common import ...`)
-    path = [str(_HERE), str(root / "ut"), os.environ.get("PYTHONPATH", "")]
+    # reference_child/: the processes the case starts itself get the same placement mapping (its sitecustomize)
+    path = [str(_HERE), str(_HERE / "reference_child"), str(root / "ut"), os.environ.get("PYTHONPATH", "")]
     # the verify log (pypto_impl.LogTopFolder) goes to a folder of the case's own, not into the suite's folder
     out_dir = tempfile.mkdtemp(prefix="pypto-ref-output-")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in path if p), TILE_FWK_OUTPUT_DIR=out_dir)

@@ -20,14 +20,15 @@ from typing import Any, Callable, Optional, overload
 from ..native import core as _core
 from ..codegen.names import check_text
 from ..compiler import pipeline, toolchain
-from ..errors import CompileError, KernelDefinitionError
+from ..errors import CompileError, KernelDefinitionError, KernelSignatureError
 from ..vocab import options as _options
 from ..vocab.annotations import DYNAMIC, STATIC, DynamicDim
 from .explain import explain as explain_call, miss_reason, tensor_shapes
 from .guards import collect_guards, function_ast, seen_values
 from .rewrite import prepare
 from .verified import VerifiedKernel
-from ..vocab.params import CONSTEXPR, SCALAR, TENSOR, SpecializationRequest, build_params, describe
+from ..vocab.params import (CONSTEXPR, SCALAR, TENSOR, SpecializationRequest, build_params, describe,
+                           packing_refusal)
 
 # the parameter table's encoding names are the core's (core/param_table_json.h)
 _PARAM_KIND = {TENSOR: _core.PARAM_TENSOR, CONSTEXPR: _core.PARAM_CONSTANT, SCALAR: _core.PARAM_SCALAR}
@@ -70,6 +71,8 @@ class JITKernel:
         self._native_ref = None
         self.last_stage = None    # StageResult of the last build stopped by host_options.compile_stage
         self.last_verify = None   # StageReports of the last verify_options check
+        self.verify_fixed = resolved.verify  # the verify options fixed at decoration (_make: only the decorator's
+        #                                    and scope's, vocab/options.py verify_fixed)
 
     def _reset_inflight(self):
         """No build in progress. Also run in a forked child: the threads that were building in the parent do not
@@ -201,7 +204,11 @@ def _make(fn, groups: dict[str, Any]):
     names = list(fn.__code__.co_varnames[: fn.__code__.co_argcount + fn.__code__.co_kwonlyargcount])
     _check_names(fn, names)
     resolved = _options.validate_options(fn.__name__, names, **groups)
+    refusal = packing_refusal(fn.__name__, fn)
+    if refusal is not None:
+        return RefusedKernel(fn, refusal)
     front = JITKernel(fn, resolved)
+    front.verify_fixed = _options.verify_fixed(fn.__name__, groups.get("verify_options"))
     native = _core.JitFunction(front, fn, json.dumps(front.param_table()), [g.native() for g in front.guards],
                                front._on_miss,
                                int(resolved.runtime["run_mode"]),
@@ -214,6 +221,24 @@ def _make(fn, groups: dict[str, Any]):
     if resolved.verify["enable_pass_verify"]:
         return VerifiedKernel(front, native)  # every call verifies each stage before launching
     return native
+
+
+class RefusedKernel:
+    """What `@jit` returns for a kernel whose signature packs arguments (`*args`, `**kwargs`). As in the reference,
+    decorating succeeds (its options are still checked) and every call raises `KernelSignatureError` with the
+    reference parser's message, before anything is traced, built or run (the arguments are not read)."""
+
+    def __init__(self, fn, message: str):
+        self._message = message
+        functools.update_wrapper(self, fn, updated=())
+
+    def __call__(self, *args, **kwargs):
+        raise KernelSignatureError(self._message)
+
+    compile = explain = export = __call__
+
+    def __repr__(self):
+        return f"<pypto kernel '{self.__name__}' (refused at every call: its signature packs arguments)>"
 
 
 class _OptionWatch:
@@ -239,6 +264,7 @@ class _OptionWatch:
             native._set_runtime(int(resolved.runtime["run_mode"]), int(resolved.runtime["sim_threads"]),
                                 int(resolved.debug["runtime_debug_mode"]))
         self.front.options = resolved
+        self.front.verify_fixed = _options.verify_fixed(self.front.name, self.groups.get("verify_options"))
         self.seen = now
 
 

@@ -39,6 +39,7 @@ from .option_tables import GROUP_NAMES, SCHEMAS, SHORT_NAMES, AutoInt, Invalid, 
 __all__ = [
     "RunMode", "CompileStage", "CompStage", "OptionSpec", "SCHEMAS", "GROUP_NAMES",
     "ResolvedOptions", "validate_options", "options", "current_scope", "detect_cann", "parse_size",
+    "verify_fixed", "with_current_verify",
 ]
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -313,3 +314,34 @@ def validate_options(kernel_name: str, param_names: Iterable[str], *, scope: Any
         auto += [f"{SHORT_NAMES[g]}.{k}" for k, v in values.items() if isinstance(v, AutoInt)]
         resolved[g] = values
     return ResolvedOptions(resolved, auto)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Verify options read when a call verifies
+# ---------------------------------------------------------------------------------------------------------------
+
+def verify_fixed(kernel_name: str, given: Any, scope: Any = _CURRENT) -> Mapping[str, Any]:
+    """The verify options a kernel fixes itself: its decorator's `verify_options` over the `pypto.options` scope
+    it was decorated in (validated). The global values (`set_verify_options`) below them are read again when a
+    call verifies (`with_current_verify`)."""
+    if scope is _CURRENT:
+        scope = current_scope()
+    own = _check_group(f"kernel {kernel_name!r}", "verify_options", given)
+    return types.MappingProxyType({**dict(scope.get("verify_options", {})), **own})
+
+
+def with_current_verify(resolved: ResolvedOptions, fixed: Mapping[str, Any]) -> ResolvedOptions:
+    """`resolved` with its verify group read again from the global values as they are now, under the kernel's
+    `fixed` ones: the reference reads the global verify options when it compiles (at the call), so a
+    `set_verify_options(pass_verify_error_tol=...)` after decoration applies to the next call that verifies.
+    `enable_pass_verify` stays as decorated (it decides the object `@jit` returned). Read on the verify path only
+    (a verified call runs Python anyway); `resolved` itself is returned when nothing changed."""
+    values = {k: spec.default_value() for k, spec in SCHEMAS["verify_options"].items()}
+    values.update(_GLOBAL["verify_options"])
+    values.update(fixed)
+    values["enable_pass_verify"] = resolved.verify["enable_pass_verify"]
+    if all(_canon(v) == _canon(resolved.verify[k]) for k, v in values.items()):
+        return resolved
+    groups = {g: resolved[g] for g in GROUP_NAMES}
+    groups["verify_options"] = values
+    return ResolvedOptions(groups, resolved.auto)

@@ -55,6 +55,23 @@ def _resolve_string_annotation(kernel_name: str, fn, name: str, text: str):
             f"annotation at module level or drop the __future__ import") from None
 
 
+def packing_refusal(kernel_name: str, fn) -> str | None:
+    """Why the reference's parser refuses `fn`'s signature, or None: a parameter that packs arguments (`*args`,
+    then `**kwargs`, the order its parser checks them in). `jit` decorates such a kernel and raises this at every
+    call, as the reference does (its parser reads the signature at the call)."""
+    code = fn.__code__
+    where = f"{code.co_filename}:{code.co_firstlineno}"
+    for p in inspect.signature(fn).parameters.values():
+        if p.kind == p.VAR_POSITIONAL:
+            return (f"kernel '{kernel_name}': parameter '*{p.name}': Variable-length arguments (*args) are not "
+                    f"supported in a kernel signature; use a fixed number of parameters (kernel defined at {where})")
+    for p in inspect.signature(fn).parameters.values():
+        if p.kind == p.VAR_KEYWORD:
+            return (f"kernel '{kernel_name}': parameter '**{p.name}': Keyword argument packing (**kwargs) is not "
+                    f"supported in a kernel signature; name each keyword parameter (kernel defined at {where})")
+    return None
+
+
 def build_params(kernel_name: str, fn) -> list[Param]:
     """Read `fn`'s signature into Params; enforce 'tensor parameters first'."""
     sig = inspect.signature(fn)

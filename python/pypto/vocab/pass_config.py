@@ -83,12 +83,20 @@ def get_pass_configs(strategy: str, identifier: str) -> PassConfigs:
     return PassConfigs(dumpGraph=get_pass_config(strategy, identifier, PassConfigKey.KEY_DUMP_GRAPH, False))
 
 
+_NPU_ARCHS = ("1001", "2201", "3003", "3113", "3510")   # the reference's NPUArch values
+_DEFAULT_NPU_ARCH = "DAV_2201"
+
+
 class _Platform:
-    """`pypto.platform.npuarch`: the NPU architecture the reference compiles for. Kept and read back (a str);
-    "" by default, meaning no NPU (this pypto runs kernels on the CPU simulator)."""
+    """`pypto.platform.npuarch`: the NPU architecture the reference compiles for, as its platform reports it.
+    With no NPU and no CANN toolkit found the reference uses its default simulation platform (A2A3, an Ascend 910B
+    whose NpuArch is 2201), so it reads "DAV_2201"; so does this pypto, which runs kernels on the CPU simulator
+    and compiles nothing for an NPU (nothing here reads the value: a program branching on it takes the branch it
+    takes on the reference's simulator). Setting it follows the reference's rule: "DAV_<n>" or "<n>" for a known
+    architecture (1001, 2201, 3003, 3113, 3510) reads back as "DAV_<n>", any other text as "DAV_2201"."""
 
     def __init__(self):
-        self._arch = ""
+        self._arch = _DEFAULT_NPU_ARCH
 
     @property
     def npuarch(self) -> str:
@@ -98,7 +106,8 @@ class _Platform:
     def npuarch(self, value) -> None:
         if not isinstance(value, str):
             raise TypeError(f"pypto.platform.npuarch must be a str, got {type(value).__name__} {value!r}")
-        self._arch = value
+        n = value[4:] if value.startswith("DAV_") else value
+        self._arch = f"DAV_{n}" if n in _NPU_ARCHS else _DEFAULT_NPU_ARCH
 
 
 platform = _Platform()

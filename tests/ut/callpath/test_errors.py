@@ -382,11 +382,13 @@ def test_tensor_default_value_rejected():
     raises(KernelDefinitionError, lambda: pypto.jit(bad), "kernel 'bad'", "'out'", "default")
 
 
-def test_varargs_rejected():
+def test_varargs_refused_at_the_call():
+    # as in the reference: decorating succeeds, the call raises (tests/ut/frontend/test_parser_errors.py)
     def bad(a: pypto.Tensor([4], pypto.DT_FP32), *rest):
         pass
 
-    raises(KernelDefinitionError, lambda: pypto.jit(bad), "kernel 'bad'", "'rest'")
+    k = pypto.jit(bad)
+    raises(NotImplementedError, lambda: k(torch.zeros(4)), "kernel 'bad'", "'*rest'", "Variable-length arguments")
 
 
 def test_unknown_option_key():

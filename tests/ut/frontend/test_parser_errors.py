@@ -1,11 +1,12 @@
 """The reference parser's error contract for kernel bodies (issue 23): rebinding an input tensor, `return` statements,
-and `pypto.loop` with a symbolic step (a golden case of the reference that its parser accepts)."""
+`pypto.loop` with a symbolic step (a golden case of the reference that its parser accepts), and signatures that
+pack arguments (`*args` / `**kwargs`: refused at the call, as the reference's parser reads the signature there)."""
 import pytest
 import torch
 
 import pypto
 from pypto.error import ParserError
-from pypto.errors import KernelRuntimeError, KernelTraceError
+from pypto.errors import KernelRuntimeError, KernelSignatureError, KernelTraceError, OptionError
 
 F32 = pypto.DT_FP32
 S2 = pypto.Tensor([pypto.STATIC, pypto.STATIC], F32)
@@ -206,3 +207,66 @@ def test_reshape_with_valid_shape_copies_without_inplace():
     q, out = _rand(2, 4, 8), torch.zeros(8, 8)
     _k_tile_reshape(False)(q, out)
     torch.testing.assert_close(out, q.reshape(8, 8) * 2.0)
+
+
+# ---- signatures that pack arguments: decorating succeeds, every call raises ---------------------------------------
+
+def _varargs_kernel():
+    @pypto.frontend.jit(runtime_options={"run_mode": pypto.RunMode.SIM})
+    def k_varargs(x: S2, out: S2, *rest):
+        out[:] = x * 2.0
+    return k_varargs
+
+
+def _kwargs_kernel():
+    @pypto.frontend.jit
+    def k_kwargs(x: S2, out: S2, **extra):
+        out[:] = x * 2.0
+    return k_kwargs
+
+
+@pytest.mark.parametrize("make, phrase, param", [
+    (_varargs_kernel, "Variable-length arguments (*args) are not supported", "'*rest'"),
+    (_kwargs_kernel, "Keyword argument packing (**kwargs) is not supported", "'**extra'"),
+])
+def test_a_packing_signature_decorates_and_every_call_raises(make, phrase, param):
+    k = make()                                   # no error at decoration
+    assert k.__name__ in ("k_varargs", "k_kwargs") and callable(k)
+    x, out = _rand(4, 8), torch.full((4, 8), -7.0)
+    for _ in range(2):                           # every call, not only the first
+        with pytest.raises(ParserError) as e:
+            k(x, out)
+        msg = str(e.value)
+        assert isinstance(e.value, KernelSignatureError) and isinstance(e.value, NotImplementedError)
+        assert phrase in msg and param in msg and f"kernel '{k.__name__}'" in msg
+        assert msg.startswith("ErrCode: F00005, ") and e.value.err_code == 0xF00005   # the reference's code
+        assert "test_parser_errors.py:" in msg   # where the kernel is defined
+        assert torch.equal(out, torch.full((4, 8), -7.0))   # nothing ran
+    for method in ("compile", "explain"):
+        with pytest.raises(KernelSignatureError, match="packing|Variable-length"):
+            getattr(k, method)(x, out)
+    assert torch.equal(out, torch.full((4, 8), -7.0))
+
+
+def test_args_are_reported_before_kwargs_and_options_still_checked_at_decoration():
+    @pypto.frontend.jit
+    def k_both(x: S2, out: S2, *rest, **extra):
+        out[:] = x
+
+    with pytest.raises(KernelSignatureError, match=r"'\*rest': Variable-length arguments"):
+        k_both(_rand(4, 8), torch.zeros(4, 8))
+    with pytest.raises(OptionError, match="run_mod"):
+        @pypto.frontend.jit(runtime_options={"run_mod": pypto.RunMode.SIM})
+        def k_bad_option(x: S2, out: S2, *rest):
+            out[:] = x
+
+
+def test_keyword_only_parameters_still_compile():
+    # ours accepts keyword-only constants (the reference's parser refuses them): not a packing signature
+    @pypto.frontend.jit
+    def k_kwonly(x: S2, out: S2, *, alpha=2.0):
+        out[:] = x * alpha
+
+    x, out = _rand(4, 8), torch.zeros(4, 8)
+    k_kwonly(x, out, alpha=3.0)
+    torch.testing.assert_close(out, x * 3.0)

@@ -463,12 +463,17 @@ def test_pass_configs_read_back_with_their_defaults():
 
 
 def test_platform_npuarch_reads_back():
-    assert pypto.platform.npuarch == ""
-    pypto.platform.npuarch = "DAV_3510"
+    # the reference's default simulation platform (A2A3, NpuArch 2201) when it finds no NPU and no CANN
+    assert pypto.platform.npuarch == "DAV_2201"
     try:
+        pypto.platform.npuarch = "DAV_3510"
         assert pypto.platform.npuarch == "DAV_3510"
+        pypto.platform.npuarch = "1001"                 # the reference also takes the bare number
+        assert pypto.platform.npuarch == "DAV_1001"
+        pypto.platform.npuarch = "DAV_9999"             # an unknown one: the reference's fallback, 2201
+        assert pypto.platform.npuarch == "DAV_2201"
     finally:
-        pypto.platform.npuarch = ""
+        pypto.platform.npuarch = "DAV_2201"
     with pytest.raises(TypeError, match="npuarch must be a str"):
         pypto.platform.npuarch = 3
 

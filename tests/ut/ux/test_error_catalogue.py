@@ -178,12 +178,6 @@ def _generator():
         yield x
 
 
-def _varargs():
-    @pypto.frontend.jit
-    def varargs_kernel(x: M.T8, *rest):
-        pass
-
-
 def _unknown_option():
     @pypto.frontend.jit(runtime_options={"run_mod": 1})
     def unknown_option(x: M.T8):
@@ -211,7 +205,6 @@ def _bad_ready_on_host():
 DEFINE = {  # id -> (decorating function, exception, parts)
     "tensor_after_constant": (_tensor_after_constant, KernelDefinitionError, ["tensor_after_constant", "'x'"]),
     "generator": (_generator, KernelDefinitionError, ["generator_kernel", "generator"]),
-    "varargs": (_varargs, KernelDefinitionError, ["varargs_kernel", "rest"]),
     "unknown_option": (_unknown_option, OptionError, ["unknown_option", "run_mod", "run_mode"]),
     "option_range": (_option_range, OptionError, ["option_range", "device_sched_parallelism", "99"]),
     "tensor_default": (_tensor_default, KernelDefinitionError, ["tensor_default", "'x'"]),

@@ -309,3 +309,42 @@ def test_verify_log_marks_a_mismatch_failed(monkeypatch, tmp_path):
     assert re.search(r"\[ERROR\]\[tid:\d+\] \[VERIFY:FAIL\] _body TENSOR_GRAPH Verify for tensor 'out' \(tensor "
                      r"parameter 2\) result FAILED: tensor 'out': 1 of 24 elements differ from golden data", text)
     assert "_body CODEGEN_BINARY Verify result NO_COMPARE (not in pass_verify_pass_filter)" in text
+
+
+def test_global_verify_options_are_read_when_a_call_verifies(monkeypatch):
+    """As in the reference (it reads the global verify options when it compiles, at the call): a
+    `set_verify_options` after decoration applies to the next verified call; the decorator's own values win;
+    `enable_pass_verify` stays as decorated; nothing is recompiled."""
+    real = verify_check.launch
+    wrong = [(0, 0), (1, 1), (3, 2)]
+
+    def off_by(library, tensors, scalars=(), num_threads=1, debug_mode=0):
+        real(library, tensors, scalars, num_threads, debug_mode)
+        for r, c in wrong:
+            tensors[2][r, c] += 5e-4
+    monkeypatch.setattr(verify_check, "launch", off_by)
+    x, y = _rand(4, 8, seed=7), _rand(4, 8, seed=8)
+    pypto.reset_options()
+    try:
+        k = pypto.frontend.jit(_body, verify_options={"enable_pass_verify": True})
+        own = pypto.frontend.jit(_body, verify_options={"enable_pass_verify": True,
+                                                        "pass_verify_error_tol": [0.0, 1e-3]})
+        k(x, y, torch.zeros(4, 8))                          # the default [1e-3, 1e-3]: 5e-4 is within
+        own(x, y, torch.zeros(4, 8))
+        pypto.set_verify_options(pass_verify_error_tol=[0.0, 1e-4])   # after decoration and a first call
+        out = torch.full((4, 8), -3.0)
+        with pytest.raises(KernelRuntimeError, match=r"stage CODEGEN_BINARY: tensor 'out': 3 of 32 elements .*"
+                                                     r"rtol=0(\.0)?, atol=0\.0001.*at most 2 may be"):
+            k(x, y, out)
+        assert bool((out == -3.0).all())                    # nothing launched
+        own(x, y, torch.zeros(4, 8))                        # its decorator's tolerance wins over the global one
+        pypto.set_verify_options(pass_verify_error_tol=[0.0, 1e-4], pass_verify_pass_filter=["TENSOR_GRAPH"],
+                                 enable_pass_verify=False)
+        out = torch.zeros(4, 8)
+        k(x, y, out)                                        # the binary's stage is filtered out now
+        assert [(r.stage, r.status) for r in k.last_verify] == [("TENSOR_GRAPH", "ok"), ("CODEGEN_BINARY", "skipped")]
+        torch.testing.assert_close(out, _ref(x, y), rtol=1e-3, atol=1e-3)   # launched (the real binary)
+        assert k.options.verify["pass_verify_error_tol"] == (1e-3, 1e-3)   # the kernel's own options: unchanged
+        assert k.cache_info()["specializations"] == 1 and own.cache_info()["specializations"] == 1
+    finally:
+        pypto.reset_options()
