@@ -203,8 +203,13 @@ def run(rounds: int = 7, threads=None, say=print, only=None, cpu=False, sweep=Fa
         for i, r in enumerate(rows):
             torch.set_num_threads(r["threads"])
             # the three take turns going first: whatever the previous call leaves behind (torch's OpenMP
-            # workers still spinning, evicted caches) falls on each of them alike
+            # workers still spinning) falls on each of them alike. Each timed call follows an untimed call of
+            # itself, so each finds its inputs where its own last call left them: with turns alone the first to
+            # read the row's input after the other rows evicted it paid for the misses (the copy reads buffers
+            # of its own), and with 5 rounds that was pypto in 3 and torch in 2, so pypto's median was a cold
+            # call and torch's a warm one
             for c in order[rd % 3:] + order[:rd % 3]:
+                r[c]()
                 times[(i, c)].append(_time(r[c], time.thread_time if cpu else time.perf_counter))
     torch.set_num_threads(allt)
     res = []
