@@ -266,14 +266,18 @@ static inline GemmExpRange gemm_exp_reduce(gemm_v32u lo, gemm_v32u hi) {
 
 #pragma GCC push_options
 #pragma GCC optimize("fp-contract=fast")
-/* C block (mr x nr valid of MR x NR) = (accumulate ? C : 0) + the pair sums: ap[p][r] and bp[p][j] dwords of
+/* C block (mr x nr valid of MR x NR) = (accumulate ? C : 0) + the pair sums: ap[r][p] and bp[p][j] dwords of
  * (k, k + 1) pairs, kp pairs */
 static __attribute__((noinline)) void gemm_micro_dp(int64_t kp, const uint32_t* __restrict ap,
                                                     const uint32_t* __restrict bp, float* __restrict c, int64_t ldc,
                                                     int accumulate, int mr, int nr) {
   gemm_v16f acc[GEMM_MR][2];
+  const uint32_t* __restrict ar[GEMM_MR];
 #pragma GCC unroll 16
-  for (int r = 0; r < GEMM_MR; ++r) acc[r][0] = acc[r][1] = (gemm_v16f){};
+  for (int r = 0; r < GEMM_MR; ++r) {
+    acc[r][0] = acc[r][1] = (gemm_v16f){};
+    ar[r] = ap + r * kp;
+  }
 #pragma GCC unroll 2
   for (int64_t p = 0; p < kp; ++p) {
     gemm_v32h b0, b1;
@@ -281,7 +285,7 @@ static __attribute__((noinline)) void gemm_micro_dp(int64_t kp, const uint32_t* 
     __builtin_memcpy(&b1, bp + p * GEMM_NR + 16, 64);
 #pragma GCC unroll 16
     for (int r = 0; r < GEMM_MR; ++r) {
-      const gemm_v32h x = (gemm_v32h)((gemm_v16u){} + ap[p * GEMM_MR + r]);
+      const gemm_v32h x = (gemm_v32h)((gemm_v16u){} + ar[r][p]);
       acc[r][0] = __builtin_ia32_dpbf16ps_v16sf(acc[r][0], x, b0);
       acc[r][1] = __builtin_ia32_dpbf16ps_v16sf(acc[r][1], x, b1);
     }
@@ -310,33 +314,34 @@ static __attribute__((noinline)) void gemm_micro_dp(int64_t kp, const uint32_t* 
 }
 #pragma GCC pop_options
 
-/* rows [i0, i0 + m) x cols [k0, k0 + kc) of A into panels of MR rows of pairs: ap[panel][p][r] = a(k) << 16 |
- * a(k + 1), zero-padded (rows past m, the k + 1 past kc); returns the exponent range of the block */
+/* rows [i0, i0 + m) x cols [k0, k0 + kc) of A into panels of MR rows of pairs, each row's pairs together:
+ * ap[panel][r][p] = a(k) << 16 | a(k + 1), zero-padded (rows past m, the k + 1 past kc); returns the exponent
+ * range of the block. Rows rather than gemm_pack_a's k-major panels: a contiguous row is then its dwords with
+ * the halves swapped, a vector copy (the micro-kernel broadcasts from 8 row streams in L1 as fast) */
 static GemmExpRange gemm_pack_a_dp(const bf16* a, int64_t s0, int64_t s1, int64_t i0, int64_t m, int64_t k0,
                                    int64_t kc, uint32_t* __restrict ap) {
   const int64_t kp = (kc + 1) / 2;
   GemmExpRange st;
   gemm_v32u lo = (gemm_v32u){} + (unsigned short)255, hi = {};
   for (int64_t p = 0; p < m; p += GEMM_MR) {
-    uint32_t* dst = ap + (p / GEMM_MR) * kp * GEMM_MR;
+    uint32_t* pan = ap + (p / GEMM_MR) * kp * GEMM_MR;
     const int64_t rows = m - p < GEMM_MR ? m - p : GEMM_MR;
     for (int64_t r = 0; r < GEMM_MR; ++r) {
+      uint32_t* dst = pan + r * kp;
       if (r >= rows) {
-        for (int64_t q = 0; q < kp; ++q) dst[q * GEMM_MR + r] = 0;
+        for (int64_t q = 0; q < kp; ++q) dst[q] = 0;
         continue;
       }
       const uint16_t* src = (const uint16_t*)(const void*)(a + (i0 + p + r) * s0 + k0 * s1);
       int64_t q = 0;
       if (s1 == 1) {
-        /* 16 pairs a vector: the dwords of the row with their halves swapped */
         for (; q + 16 <= kc / 2; q += 16) {
           gemm_v32u x;
           __builtin_memcpy(&x, src + 2 * q, 64);
           gemm_exp_vec(x, lo, hi);
           const gemm_v16u w = (gemm_v16u)x;
           const gemm_v16u sw = (w << 16) | (w >> 16);
-#pragma GCC unroll 16
-          for (int i = 0; i < 16; ++i) dst[(q + i) * GEMM_MR + r] = sw[i];
+          __builtin_memcpy(dst + q, &sw, 64);
         }
       }
       for (; q < kp; ++q) {
@@ -344,7 +349,7 @@ static GemmExpRange gemm_pack_a_dp(const bf16* a, int64_t s0, int64_t s1, int64_
         const uint16_t l = 2 * q + 1 < kc ? src[(2 * q + 1) * s1] : (uint16_t)0;
         gemm_exp_scalar(h, st);
         gemm_exp_scalar(l, st);
-        dst[q * GEMM_MR + r] = (uint32_t)h << 16 | l;
+        dst[q] = (uint32_t)h << 16 | l;
       }
     }
   }
