@@ -163,8 +163,8 @@ REDUCE_INIT = {
 REDUCE_STEP = {
     "sum": "{acc} + {v}",
     "prod": "{acc} * {v}",
-    "amax": "pypto_rt::maximum<{ct}>({acc}, {v})",
-    "amin": "pypto_rt::minimum<{ct}>({acc}, {v})",
+    "amax": "pypto_rt::amax_step<{ct}>({acc}, {v})",
+    "amin": "pypto_rt::amin_step<{ct}>({acc}, {v})",
 }
 
 

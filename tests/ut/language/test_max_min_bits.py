@@ -87,3 +87,39 @@ def test_amax_amin_of_rows_with_specials_match_torch():
     row_max_min(x, mx, mn)
     torch.testing.assert_close(mx, x.amax(-1), rtol=0, atol=0, equal_nan=True)
     torch.testing.assert_close(mn, x.amin(-1), rtol=0, atol=0, equal_nan=True)
+
+
+def _lane_order_pick(row, larger: bool):
+    """amax/amin of a NaN-free row by the documented lane order (docs/language.md "Reductions"; kernel_rt.h
+    fold_*): element j into lane j % 64, a lane keeping what it holds on a tie, then lane l with l + w for
+    w = 32 ... 1, the lower lane kept on a tie. Returns the float32 bits."""
+    def keep(a, b):
+        return a if ((a >= b) if larger else (a <= b)) else b
+    acc = [np.float32(-np.inf if larger else np.inf)] * 64
+    for j, v in enumerate(row):
+        acc[j % 64] = keep(acc[j % 64], np.float32(v))
+    w = 32
+    while w:
+        acc = [keep(acc[i], acc[i + w]) for i in range(w)]
+        w //= 2
+    return int(np.asarray([acc[0]], dtype=np.float32).view(np.uint32)[0])
+
+
+def test_amax_amin_of_signed_zero_ties_keep_the_lane_order_pick():
+    """Which zero a +0/-0 tie gives is the lane order's (torch gives the first one met; pypto's fixed order
+    can give another): rows of -1 (+1) with zeros of random signs at random places, widths with and without a
+    tail, every result's sign bit as the lane-order rule gives it."""
+    g = np.random.default_rng(7)
+    for width in (64, 300, 1000, 1024):
+        x = -np.ones((32, width), dtype=np.float32)
+        for r in range(32):
+            at = g.choice(width, size=1 + r % 6, replace=False)
+            x[r, at] = np.where(g.random(at.size) < 0.5, np.float32(-0.0), np.float32(0.0))
+        t = torch.from_numpy(x)
+        for sign, larger in ((1, True), (-1, False)):
+            src = t * sign if sign == 1 else -t
+            mx, mn = torch.zeros(32), torch.zeros(32)
+            row_max_min(src, mx, mn)
+            got = (mx if larger else mn).numpy().view(np.uint32).tolist()
+            want = [_lane_order_pick(row, larger) for row in src.numpy()]
+            assert got == want, (width, larger)
