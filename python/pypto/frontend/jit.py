@@ -8,6 +8,7 @@ library, disk-cached); the `MissResult` goes back to the core.
 """
 from __future__ import annotations
 
+import ast
 import dataclasses
 import functools
 import json
@@ -20,7 +21,7 @@ from typing import Any, Callable, Optional, overload
 from ..native import core as _core
 from ..codegen.names import check_text
 from ..compiler import pipeline, toolchain
-from ..errors import CompileError, KernelDefinitionError, KernelSignatureError
+from ..errors import CompileError, KernelDefinitionError, KernelSignatureError, ParserError
 from ..vocab import options as _options
 from ..vocab.annotations import DYNAMIC, STATIC, DynamicDim
 from .explain import explain as explain_call, miss_reason, tensor_shapes
@@ -195,7 +196,24 @@ def _check_names(fn, names: list) -> None:
         check_text(f"kernel '{fn.__name__}': annotated name", n)
 
 
-def _make(fn, groups: dict[str, Any]):
+def _old_parser_refusal(fn) -> Callable[[], Exception] | None:
+    """Why the reference's PTO parser (`new_ir=False`) refuses `fn`, or None: it has no `break` / `continue` (its
+    newer IR, the default, has them, as this package does: a Python loop runs them at trace time). The error is
+    the one that parser raises at the call, a ParserError naming the statement and pointing at its line."""
+    tree = function_ast(fn)
+    if tree is None:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Break, ast.Continue)):
+            what = type(node).__name__
+            line = fn.__code__.co_firstlineno + node.lineno - tree.lineno
+            return lambda: ParserError(node, f"kernel '{fn.__name__}': {what} is not supported by the PTO parser "
+                                     f"(new_ir=False) yet: line {line} of {fn.__code__.co_filename}; drop "
+                                     f"new_ir=False (the default IR runs {what.lower()}) or restructure the loop")
+    return None
+
+
+def _make(fn, groups: dict[str, Any], new_ir: Any = None):
     if not callable(fn) or not hasattr(fn, "__code__"):
         raise KernelDefinitionError(f"pypto.frontend.jit expects a Python function, got {fn!r}")
     if fn.__code__.co_flags & 0x20:  # CO_GENERATOR
@@ -206,7 +224,11 @@ def _make(fn, groups: dict[str, Any]):
     resolved = _options.validate_options(fn.__name__, names, **groups)
     refusal = packing_refusal(fn.__name__, fn)
     if refusal is not None:
-        return RefusedKernel(fn, refusal)
+        return RefusedKernel(fn, lambda: KernelSignatureError(refusal))
+    if new_ir is False:
+        old = _old_parser_refusal(fn)
+        if old is not None:
+            return RefusedKernel(fn, old)
     front = JITKernel(fn, resolved)
     front.verify_fixed = _options.verify_fixed(fn.__name__, groups.get("verify_options"))
     native = _core.JitFunction(front, fn, json.dumps(front.param_table()), [g.native() for g in front.guards],
@@ -224,21 +246,22 @@ def _make(fn, groups: dict[str, Any]):
 
 
 class RefusedKernel:
-    """What `@jit` returns for a kernel whose signature packs arguments (`*args`, `**kwargs`). As in the reference,
-    decorating succeeds (its options are still checked) and every call raises `KernelSignatureError` with the
-    reference parser's message, before anything is traced, built or run (the arguments are not read)."""
+    """What `@jit` returns for a kernel the reference's parser refuses when it reads it at the call: a signature
+    that packs arguments (`*args`, `**kwargs`: KernelSignatureError), or `break` / `continue` under `new_ir=False`
+    (ParserError). As in the reference, decorating succeeds (its options are still checked) and every call raises
+    the error, before anything is traced, built or run (the arguments are not read)."""
 
-    def __init__(self, fn, message: str):
-        self._message = message
+    def __init__(self, fn, error: Callable[[], Exception]):
+        self._error = error
         functools.update_wrapper(self, fn, updated=())
 
     def __call__(self, *args, **kwargs):
-        raise KernelSignatureError(self._message)
+        raise self._error()
 
     compile = explain = export = __call__
 
     def __repr__(self):
-        return f"<pypto kernel '{self.__name__}' (refused at every call: its signature packs arguments)>"
+        return f"<pypto kernel '{self.__name__}' (refused at every call: {self._error()})>"
 
 
 class _OptionWatch:
@@ -288,12 +311,14 @@ def jit(fn=None, *, host_options=None, runtime_options=None, codegen_options=Non
     """Compile `fn` into a pypto kernel. Use bare (`@jit`) or with keyword option dicts (`@jit(runtime_options=...)`).
     The result is typed as the native kernel (`pypto._core.JitFunction`); with verify_options on it is a
     VerifiedKernel, which forwards the same methods. `new_ir` and `create_new_logical_tensor` (reference switches of
-    its graph builder) are accepted and ignored: this package has one IR, and every op result is a fresh tensor."""
+    its graph builder) are accepted: this package has one IR, and every op result is a fresh tensor; `new_ir=False`
+    (the reference's older PTO parser) refuses only what that parser refuses and ours runs, `break` / `continue`
+    (at every call, as the reference does)."""
     groups = dict(host_options=host_options, runtime_options=runtime_options, codegen_options=codegen_options,
                   pass_options=pass_options, verify_options=verify_options, debug_options=debug_options)
     if fn is None:
-        return lambda f: _make(f, groups)
+        return lambda f: _make(f, groups, new_ir)
     if not callable(fn):
         raise KernelDefinitionError("pypto.frontend.jit: options must be passed by keyword, e.g. "
                                     "@pypto.frontend.jit(runtime_options={...})")
-    return _make(fn, groups)
+    return _make(fn, groups, new_ir)

@@ -270,3 +270,47 @@ def test_keyword_only_parameters_still_compile():
     x, out = _rand(4, 8), torch.zeros(4, 8)
     k_kwonly(x, out, alpha=3.0)
     torch.testing.assert_close(out, x * 3.0)
+
+
+# ---- break / continue under new_ir=False ---------------------------------------------------------------------------
+
+def _loop_with(stmt, new_ir):
+    """A kernel whose Python loop skips (continue) or stops at (break) row 2, decorated with `new_ir`."""
+    if stmt == "break":
+        def k_jump(x: S2, out: S2):
+            for i in range(4):
+                if i == 2:
+                    break
+                out[i, :] = x[i, :]
+    else:
+        def k_jump(x: S2, out: S2):
+            for i in range(4):
+                if i == 2:
+                    continue
+                out[i, :] = x[i, :]
+    return pypto.frontend.jit(k_jump) if new_ir is None else pypto.frontend.jit(k_jump, new_ir=new_ir)
+
+
+@pytest.mark.parametrize("stmt", ["break", "continue"])
+def test_break_and_continue_are_refused_at_every_call_under_the_old_parser(stmt):
+    k = _loop_with(stmt, False)                    # decorating succeeds, as in the reference
+    x, out = _rand(4, 8), torch.full((4, 8), 7.0)
+    for _ in range(2):
+        with pytest.raises(ParserError, match=f"{stmt.capitalize()} is not supported by the PTO parser") as e:
+            k(x, out)
+        msg = str(e.value)
+        assert "k_jump" in msg and "new_ir=False" in msg and "test_parser_errors.py" in msg
+    assert torch.equal(out, torch.full((4, 8), 7.0))   # nothing ran
+    assert "refused at every call" in repr(k)
+
+
+@pytest.mark.parametrize("new_ir", [None, True])
+@pytest.mark.parametrize("stmt", ["break", "continue"])
+def test_break_and_continue_run_under_the_default_ir(stmt, new_ir):
+    k = _loop_with(stmt, new_ir)
+    x, out = _rand(4, 8), torch.full((4, 8), 7.0)
+    k(x, out)
+    want = torch.full((4, 8), 7.0)
+    rows = [0, 1] if stmt == "break" else [0, 1, 3]
+    want[rows] = x[rows]
+    assert torch.equal(out, want)
