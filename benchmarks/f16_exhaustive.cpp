@@ -1,6 +1,7 @@
 // The branch-free fp16 conversions of kernel_rt.h against the plain case analysis they replaced, on every input:
-// all 2^32 floats to fp16 and all 2^16 fp16 values to float, bit for bit; and float -> bf16 (one select before
-// the shift) against the early-return form it replaced, on all 2^32 floats (~30 s).
+// all 2^32 floats to fp16 and all 2^16 fp16 values to float, bit for bit; and float -> bf16 (without AVX-512 one
+// select before the shift) against the early-return form, on all 2^32 floats (~30 s). Run it per ISA
+// (add -mno-avx512f, -mno-avx).
 //
 //   g++ -O3 -march=native -I include benchmarks/f16_exhaustive.cpp -o /tmp/f16x && /tmp/f16x
 #include <stdio.h>
