@@ -151,8 +151,22 @@ def table_2opi():
         print("    " + ", ".join(f"0x{v:08x}u" for v in out[i:i + 9]) + ",")
 
 
+def fit_sin_hp():
+    # bf16 sin/cos blocks: sin(r) = r + r^3 P(r^2) on |r| <= pi/2 (+ a margin); relative error of the result
+    h = float(mp.pi / 2) * 1.001
+    c, e = lawson(lambda r: (mp.sin(r) - r) / r ** 3, lambda v: v * v, lambda v: v ** 3 / np.sin(v), 1e-4, h, 3)
+    show("sin_hp P(r^2)", c, e)
+
+
+def fit_erf_bf16():
+    # erf_bf16_: erf(x) = Q(x - 1.53125) on [0.875, 2.1875] (degree 9); relative error
+    c, e = lawson(lambda x: mp.erf(x), lambda v: v - 1.53125, lambda v: 1 / float(mp.erf(v)), 0.875,
+                  2.1875 * 1.0001, 9)
+    show("erf_bf16 Q(t)", c, e)
+
+
 FITS = {"atan": fit_atan, "tanh": fit_tanh, "log": fit_log, "exp2": fit_exp2, "expm1": fit_expm1, "erf": fit_erf, "sincos": fit_sincos, "erfc": fit_erfc, "exp2d": fit_exp2d,
-        "2opi": table_2opi}
+        "sin_hp": fit_sin_hp, "erf_bf16": fit_erf_bf16, "2opi": table_2opi}
 
 if __name__ == "__main__":
     for name in sys.argv[1:] or FITS:

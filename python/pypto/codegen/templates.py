@@ -103,6 +103,12 @@ EW = {
 
 
 BLOCK_FNS = {"exp": "exp", "sin": "sin", "cos": "cos", "tan": "tan"}   # fp32 ops elem_loop runs a block at a time
+# bf16 -> bf16 ops whose block (kernel_vmath.h sin_bf16_block & co.) relies on the argument being a bf16 value: a
+# float-only reduction for |x| < 512, whose results round to the same bf16 as sin_/cos_ on every bf16 input
+BF16_BLOCK_FNS = {"sin": "sin_bf16", "cos": "cos_bf16"}
+# ...and those with a cheaper scalar form for a bf16 value whose result rounds to the same bf16 on every input
+# (kernel_vmath.h erf_bf16_), used in vector lanes and the scalar tail alike
+BF16_FNS = {"erf": "pypto_rt::erf_bf16_({0})"}
 
 
 def ew_expr(fn: str, args: list, ct_dtype, hoist=None) -> str:
@@ -147,6 +153,12 @@ def ew_store(fn: str, ins: list, cts: list, out_dtype, raw: list, args: list, ho
         for v, ct in zip(ins, cts)))
     if exact and fn in SIGN_BIT_OPS and len(raw) == 1:
         return SIGN_BIT_OPS[fn].format(raw[0])
+    bf16_of_bf16 = (out == DT.DT_BF16 and len(ins) == 1 and len(cts) == 1 and isinstance(ins[0], Value)
+                    and DT(ins[0].dtype) == DT.DT_BF16 and cts[0] is not None and DT(cts[0]) == DT.DT_FP32)
+    if bf16_of_bf16 and hoist is not None and fn in BF16_BLOCK_FNS:
+        return f"pypto_rt::Cvt<pypto_rt::bf16>::from({hoist(args[0], BF16_BLOCK_FNS[fn])})"
+    if bf16_of_bf16 and fn in BF16_FNS:
+        return f"pypto_rt::Cvt<pypto_rt::bf16>::from({BF16_FNS[fn].format(args[0])})"
     expr = ew_expr(fn, args, cts[-1], hoist)
     if exact:
         return f"pypto_rt::bf16_exact({expr})"

@@ -11,7 +11,8 @@ import pypto
 from pypto.compiler import toolchain as T
 
 VMATH = ["exp_", "log_", "log2_", "log10_", "log1p_", "exp2_", "expm1_", "tanh_", "erf_", "erfc_", "sinh_", "cosh_", "asinh_",
-         "acosh_", "atanh_", "atan_", "asin_", "acos_", "cbrt_", "sin_", "cos_", "tan_"]
+         "acosh_", "atanh_", "atan_", "asin_", "acos_", "cbrt_", "sin_", "cos_", "tan_",
+         "vm_sin_bf16_fast", "vm_cos_bf16_fast", "erf_bf16_"]
 VMATH2 = ["pow_", "atan2_", "hypot_"]
 CONVERSIONS = {"f32_to_f16": "pypto_rt::half::from_float(a[i])", "f16_to_f32": "(float)h[i]",
                "f32_to_bf16": "pypto_rt::bf16::from_float(a[i])", "bf16_to_f32": "(float)b[i]"}
@@ -101,6 +102,37 @@ def test_fp32_trig_runs_in_blocks_that_call_no_libm(tmp_path):
     req, _, _ = simple_request(k.__name__, params, (x, torch.zeros_like(x)), {})
     src = generate(trace(prepare(k, k.__name__), req), with_ir_comment=False)
     assert all(f"pypto_rt::{f}_block<64>(" in src for f in ("sin", "cos", "tan")), src
+    for isa in _isas():
+        vec, asm = _report(tmp_path, isa, src)
+        assert vec, isa
+        calls = set(re.findall(r"call\s+(\w+)", asm))
+        assert not {c for c in calls if re.search(r"(sin|cos|tan)", c)}, (isa, calls)
+
+
+def test_bf16_trig_of_a_bf16_value_runs_in_bf16_blocks(tmp_path):
+    """bf16 sin/cos of a bf16 value are hoisted into pypto_rt::sin_bf16_block & co. (the float reduction below
+    512); the same op on an fp32 value keeps the fp32 block. The kernel vectorizes and calls no libm trig
+    function on every ISA the machine runs."""
+    from pypto.codegen import generate
+    from pypto.frontend.rewrite import prepare
+    from pypto.ir import trace
+    from pypto.testing import simple_request
+    from pypto.vocab.params import build_params
+
+    S2 = pypto.Tensor([pypto.STATIC, pypto.STATIC], pypto.DT_BF16)
+    F2 = pypto.Tensor([pypto.STATIC, pypto.STATIC], pypto.DT_FP32)
+
+    def k(x: S2, y: F2, out: S2, out32: F2):
+        out[:] = pypto.sin(x) + pypto.cos(x)
+        out32[:] = pypto.sin(y)
+
+    x = torch.rand(16, 1000).bfloat16()
+    y = torch.rand(16, 1000)
+    params = build_params(k.__name__, k)
+    req, _, _ = simple_request(k.__name__, params, (x, y, torch.zeros_like(x), torch.zeros_like(y)), {})
+    src = generate(trace(prepare(k, k.__name__), req), with_ir_comment=False)
+    assert "pypto_rt::sin_bf16_block<64>(" in src and "pypto_rt::cos_bf16_block<64>(" in src, src
+    assert "pypto_rt::sin_block<64>(" in src, src
     for isa in _isas():
         vec, asm = _report(tmp_path, isa, src)
         assert vec, isa

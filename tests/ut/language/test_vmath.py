@@ -226,6 +226,33 @@ def test_trig_blocks_with_a_huge_lane_give_the_scalar_bits(fn):
     assert torch.isnan(out[~torch.isfinite(x)]).all(), fn
 
 
+@pytest.mark.parametrize("fn", ["sin", "cos", "erf"])
+def test_bf16_functions_give_the_fp32_functions_bf16_on_every_input(fn):
+    """bf16 sin/cos of a bf16 value run in blocks (pypto_rt::sin_bf16_block & co.) that reduce in float where every
+    |x| of a block is below 512, bf16 erf runs pypto_rt::erf_bf16_ (one polynomial in place of erf_'s exp): on
+    every one of the 65536 bf16 values, at two alignments (so each value falls once in a block, once elsewhere in
+    a block or in the scalar tail), the result is the fp32 function's, rounded to bf16."""
+    H1 = pypto.Tensor([pypto.DYNAMIC], pypto.DT_BF16)
+
+    @pypto.frontend.jit
+    def bf16_unary(x: H1, out: H1, fn="sin"):
+        out[:] = getattr(pypto, fn)(x)
+
+    xs = torch.arange(0, 1 << 16, dtype=torch.int32).to(torch.int16).view(torch.bfloat16)
+    ref32 = torch.full(xs.shape, 7.0)
+    unary(xs.float(), ref32, fn=fn)
+    want = ref32.to(torch.bfloat16)
+    nan = torch.isnan(want)
+    assert bool((torch.isnan(xs) | torch.isinf(xs))[nan].all())
+    assert int((xs.float().abs() < 512).sum()) > 30000           # most inputs take the float reduction
+    for start in (0, 13):
+        x = xs[start:].contiguous()
+        out = torch.zeros_like(x)
+        bf16_unary(x, out, fn=fn)
+        assert torch.isnan(out[nan[start:]]).all(), fn
+        assert torch.equal(out[~nan[start:]].view(torch.int16), want[start:][~nan[start:]].view(torch.int16)), fn
+
+
 # two-argument functions: bound in ulp of the fp64 result (benchmarks/vmath_ulp.cpp's pairs, docs/language.md)
 FUNCS2 = {"pow": 0.55, "atan2": 2.1, "hypot": 0.55}
 
