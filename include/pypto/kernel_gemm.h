@@ -133,34 +133,56 @@ static inline bool gemm_a_direct(int64_t) { return false; }
 template <>
 inline bool gemm_a_direct<float>(int64_t as1) { return as1 == 1; }
 
+/* C = 0 where K <= 0; true where there is nothing else to do (also an empty C) */
+static inline bool gemm_trivial(int64_t M, int64_t N, int64_t K, float* c, int64_t ldc) {
+  if (M <= 0 || N <= 0) return true;
+  if (K > 0) return false;
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) c[i * ldc + j] = 0.0f;
+  return true;
+}
+
+/* the cache blocks and tasks of a matmul (they change no sum): nc columns of B per block (b_elems / kc of them,
+ * whole panels, at most N rounded up), mc rows of A per block (a_elems / kc, whole micro rows); a task is one
+ * column block and a run of row blocks, so B's (kc x nc) block is packed once per K block for all its row
+ * blocks; enough runs per column block to give every thread ~4 tasks; small products run on one thread */
+struct GemmPlan {
+  int64_t nc, mc, mb, nb, runs;
+  int32_t nt;
+};
+static inline GemmPlan gemm_plan(int64_t M, int64_t N, int64_t K, int64_t kc, int64_t b_elems, int64_t a_elems,
+                                 int32_t nthreads) {
+  GemmPlan p;
+  const int64_t nmax = (N + GEMM_NR - 1) / GEMM_NR * GEMM_NR;
+  p.nc = b_elems / kc / GEMM_NR * GEMM_NR;
+  if (p.nc < GEMM_NR) p.nc = GEMM_NR;
+  if (p.nc > nmax) p.nc = nmax;
+  p.mc = a_elems / kc / GEMM_MR * GEMM_MR;
+  if (p.mc < GEMM_MR) p.mc = GEMM_MR;
+  p.mb = (M + p.mc - 1) / p.mc;
+  p.nb = (N + p.nc - 1) / p.nc;
+  p.nt = (double)M * (double)N * (double)K < 64.0 * 65536.0 ? 1 : nthreads;
+  p.runs = p.nt <= 1 ? 1 : ((int64_t)p.nt * 4 + p.nb - 1) / p.nb;
+  if (p.runs > p.mb) p.runs = p.mb;
+  return p;
+}
+
 template <class TA, class TB>
 static int gemm_f32(int64_t M, int64_t N, int64_t K, const TA* a, int64_t as0, int64_t as1, const TB* b,
                     int64_t bs0, int64_t bs1, float* c, int64_t ldc, int64_t mc, int64_t kc, int64_t nc,
                     int32_t nthreads) {
-  if (M <= 0 || N <= 0) return 0;
-  if (K <= 0) {
-    for (int64_t i = 0; i < M; ++i)
-      for (int64_t j = 0; j < N; ++j) c[i * ldc + j] = 0.0f;
-    return 0;
-  }
+  if (gemm_trivial(M, N, K, c, ldc)) return 0;
   /* Cache blocks. kc comes from the cube tiles and fixes the order of the sums (so the bits). mc and nc change
    * no sum: the tiles' m and n are hints, and the blocks are sized for the caches instead: a (kc x nc) block of
    * packed B of up to 1 MiB stays in L2 and serves every row, an A block of mc x kc (~32 KiB) stays in L1 while
    * the micro-kernel sweeps B's panels (measured, 1 thread, 1024^3: 13.9 -> 13.0 ms against the 128 x 256
    * blocks of the bench's tiles; 512^3 ~1.5% faster). The mc and nc passed in are overwritten. */
   if (kc < 1) kc = 1;
-  nc = ((int64_t)1 << 18) / kc / GEMM_NR * GEMM_NR;
-  if (nc < GEMM_NR) nc = GEMM_NR;
-  if (nc > (N + GEMM_NR - 1) / GEMM_NR * GEMM_NR) nc = (N + GEMM_NR - 1) / GEMM_NR * GEMM_NR;
-  mc = 8192 / kc / GEMM_MR * GEMM_MR;
-  if (mc < GEMM_MR) mc = GEMM_MR;
-  const int64_t mb = (M + mc - 1) / mc, nb = (N + nc - 1) / nc;
-  const double work = (double)M * (double)N * (double)K;
-  const int32_t nt = work < 64.0 * 65536.0 ? 1 : nthreads;
-  /* a task is one column block and a run of row blocks: B's (kc x nc) block is packed once per K block for all
-   * its row blocks; enough runs per column block to give every thread ~4 tasks */
-  int64_t runs = nt <= 1 ? 1 : ((int64_t)nt * 4 + nb - 1) / nb;
-  if (runs > mb) runs = mb;
+  const GemmPlan pl = gemm_plan(M, N, K, kc, (int64_t)1 << 18, 8192, nthreads);
+  nc = pl.nc;
+  mc = pl.mc;
+  const int64_t mb = pl.mb, nb = pl.nb, runs = pl.runs;
+  const int32_t nt = pl.nt;
   const bool adirect = gemm_a_direct<TA>(as1);
   const int64_t kmax = K < kc ? K : kc, kbn = (K + kc - 1) / kc, bblock = nc * kmax;
   /* with several runs per column block, B is packed once, by all threads, into one shared buffer of
@@ -411,26 +433,16 @@ static GemmExpRange gemm_pack_b_dp(const bf16* b, int64_t s0, int64_t s1, int64_
 static int gemm_f32(int64_t M, int64_t N, int64_t K, const bf16* a, int64_t as0, int64_t as1, const bf16* b,
                     int64_t bs0, int64_t bs1, float* c, int64_t ldc, int64_t mc, int64_t kc, int64_t nc,
                     int32_t nthreads) {
-  if (M <= 0 || N <= 0) return 0;
-  if (K <= 0) {
-    for (int64_t i = 0; i < M; ++i)
-      for (int64_t j = 0; j < N; ++j) c[i * ldc + j] = 0.0f;
-    return 0;
-  }
+  if (gemm_trivial(M, N, K, c, ldc)) return 0;
   if (kc < 1) kc = 1;
   /* blocks in bytes of pairs: B's (kc x nc) block 1 MiB (as gemm_f32's), A's block one 8-row panel of kc = 256
    * (4 KiB; 1 thread, 1024^3: 8, 16, 32 rows: 11.4, 11.8, 13.0 ms: a bigger A block and the B panel it sweeps
    * no longer fit L1 together) */
-  nc = ((int64_t)1 << 19) / kc / GEMM_NR * GEMM_NR;
-  if (nc < GEMM_NR) nc = GEMM_NR;
-  if (nc > (N + GEMM_NR - 1) / GEMM_NR * GEMM_NR) nc = (N + GEMM_NR - 1) / GEMM_NR * GEMM_NR;
-  mc = 2048 / kc / GEMM_MR * GEMM_MR;
-  if (mc < GEMM_MR) mc = GEMM_MR;
-  const int64_t mb = (M + mc - 1) / mc, nb = (N + nc - 1) / nc;
-  const double work = (double)M * (double)N * (double)K;
-  const int32_t nt = work < 64.0 * 65536.0 ? 1 : nthreads;
-  int64_t runs = nt <= 1 ? 1 : ((int64_t)nt * 4 + nb - 1) / nb;
-  if (runs > mb) runs = mb;
+  const GemmPlan pl = gemm_plan(M, N, K, kc, (int64_t)1 << 19, 2048, nthreads);
+  nc = pl.nc;
+  mc = pl.mc;
+  const int64_t mb = pl.mb, nb = pl.nb, runs = pl.runs;
+  const int32_t nt = pl.nt;
   const int64_t kmax = K < kc ? K : kc, kbn = (K + kc - 1) / kc, kpmax = (kmax + 1) / 2;
   /* a shared block: 16 dwords of header (its exponent range), then nc x kpmax dwords of pairs */
   const int64_t bblock = 16 + nc * kpmax;

@@ -160,18 +160,22 @@ static inline float tanh_(float x) {
   const float y = ax < 0.625f ? ys : yl;
   return ax < 0x1p-12f ? x : y; /* x^3/3 is below half an ulp of x; keeps -0.0 (x + x^3 P gives +0) */
 }
-/* erf: |x| < 0.875: x P(x^2) (degree 5); up to 3.92: sign(x) (1 - exp_(Q(|x| - 2.25))), Q (degree 6) fitted to
- * log(erfc); from 3.92 erf rounds to +-1 (erfc(3.92) < half an ulp of 1), which the clamp gives. */
-static inline float erf_(float x) {
-  const float ax = __builtin_fabsf(x);
+/* erf for |x| < 0.875 (erf_ and erf_bf16_): x (2/sqrt(pi) + x^2 P(x^2)), P of degree 4; 2/sqrt(pi) = HI + LO,
+ * LO added to the small term (HI alone is off by 0.3 ulp) */
+static inline float erf_small(float x) {
   const float x2 = x * x;
   float p = -0x1.471cf2p-11f;
   p = PYPTO_RT_MADD(p, x2, 0x1.4a4912p-8f);
   p = PYPTO_RT_MADD(p, x2, -0x1.b70bdep-6f);
   p = PYPTO_RT_MADD(p, x2, 0x1.ce2326p-4f);
   p = PYPTO_RT_MADD(p, x2, -0x1.81271cp-2f);
-  /* x (2/sqrt(pi) + x^2 P): 2/sqrt(pi) = HI + LO, LO added to the small term (HI alone is off by 0.3 ulp) */
-  const float ys = PYPTO_RT_MADD(x, 0x1.20dd76p+0f, x * PYPTO_RT_MADD(x2, p, -0x1.f7ac92p-25f));
+  return PYPTO_RT_MADD(x, 0x1.20dd76p+0f, x * PYPTO_RT_MADD(x2, p, -0x1.f7ac92p-25f));
+}
+/* erf: |x| < 0.875: x P(x^2) (degree 5); up to 3.92: sign(x) (1 - exp_(Q(|x| - 2.25))), Q (degree 6) fitted to
+ * log(erfc); from 3.92 erf rounds to +-1 (erfc(3.92) < half an ulp of 1), which the clamp gives. */
+static inline float erf_(float x) {
+  const float ax = __builtin_fabsf(x);
+  const float ys = erf_small(x);
   const float t = (ax < 3.92f ? ax : 3.92f) - 2.25f;
   float q = 0x1.a5850ep-13f;
   q = PYPTO_RT_MADD(q, t, -0x1.8d3ed8p-12f);
@@ -193,13 +197,7 @@ static inline float erf_(float x) {
  * 5.0 -> 3.1 ms. */
 static inline float erf_bf16_(float x) {
   const float ax = __builtin_fabsf(x);
-  const float x2 = x * x;
-  float p = -0x1.471cf2p-11f;
-  p = PYPTO_RT_MADD(p, x2, 0x1.4a4912p-8f);
-  p = PYPTO_RT_MADD(p, x2, -0x1.b70bdep-6f);
-  p = PYPTO_RT_MADD(p, x2, 0x1.ce2326p-4f);
-  p = PYPTO_RT_MADD(p, x2, -0x1.81271cp-2f);
-  const float ys = PYPTO_RT_MADD(x, 0x1.20dd76p+0f, x * PYPTO_RT_MADD(x2, p, -0x1.f7ac92p-25f));
+  const float ys = erf_small(x);
   const float t = (ax < 2.1875f ? ax : 2.1875f) - 1.53125f;
   float q = 0x1.6fbf54p-10f;
   q = PYPTO_RT_MADD(q, t, -0x1.082c96p-9f);
