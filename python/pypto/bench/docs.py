@@ -190,7 +190,8 @@ def _onednn(isa: dict) -> str:
 
 def sweep_table(runs: list) -> list[str]:
     """The op sweep's table (markdown): one row per kernel, pypto / torch per (ISA, threads) of each run
-    (`--kernels --sweep --json` results, one per PYPTO_KERNEL_ISA), then a geomean, worst-row and count line."""
+    (`--kernels --sweep --json` results: one per PYPTO_KERNEL_ISA, or one per ISA and thread count, e.g. 1 thread
+    in CPU time and 2 in wall time), then a geomean, worst-row and count line per column."""
     cols = [(r["isa"]["kernel_isa"], nt) for r in runs for nt in r["threads"]]
     cell = {(r["isa"]["kernel_isa"], x["threads"], x["kernel"]): x for r in runs for x in r["rows"]}
     names = list(dict.fromkeys(x["kernel"] for r in runs for x in r["rows"]))
@@ -204,7 +205,7 @@ def sweep_table(runs: list) -> list[str]:
         rows = [x for (i, t, _), x in cell.items() if (i, t) == (isa, nt)]
         worst = max(rows, key=lambda x: x["ratio"])
         over = sum(1 for x in rows if x["ratio"] > 1.25)
-        run = next(r for r in runs if r["isa"]["kernel_isa"] == isa)
+        run = next(r for r in runs if r["isa"]["kernel_isa"] == isa and nt in r["threads"])
         gm = (run.get("geomean_sweep") or {}).get(str(nt), (run.get("geomean_sweep") or {}).get(nt))
         g5 = (run.get("geomean_five") or {}).get(str(nt), (run.get("geomean_five") or {}).get(nt))
         lines.append(f"- {isa} ({run['isa']['target_features']}; torch {run['isa']['torch_cpu_capability']}"

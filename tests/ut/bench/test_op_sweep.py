@@ -66,3 +66,19 @@ def test_isa_record_reads_onednn_cap(monkeypatch):
     assert kernel_speed.isa_record()["torch_onednn_max_isa"] == "AVX2"
     monkeypatch.delenv("ONEDNN_MAX_CPU_ISA")
     assert kernel_speed.isa_record()["torch_onednn_max_isa"] == "unset"
+
+
+def test_sweep_table_takes_each_columns_summary_from_its_own_run():
+    """One run per ISA and thread count (1 thread in CPU time, 2 in wall time): each column's summary line is its
+    own run's geomean."""
+    from pypto.bench.docs import sweep_table
+
+    def run(nt, r):
+        return {"isa": {"kernel_isa": "native", "target_features": "avx2 fma", "torch_cpu_capability": "AVX2"},
+                "threads": [nt], "geomean_sweep": {str(nt): r}, "geomean_five": {str(nt): 0.8},
+                "rows": [{"kernel": "tanh fp32 4096x1024", "threads": nt, "ratio": r}]}
+
+    lines = sweep_table([run(1, 0.5), run(2, 0.9)])
+    assert lines[0] == "| kernel | native 1T | native 2T |"
+    assert any(ln.startswith("- native") and "1 thread(s): sweep geomean 0.50x" in ln for ln in lines)
+    assert any(ln.startswith("- native") and "2 thread(s): sweep geomean 0.90x" in ln for ln in lines)
