@@ -585,6 +585,41 @@ def test_one_pass_groups_and_short_rows_do_not_prefetch():
     torch.testing.assert_close(out, torch.softmax(x, -1), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("fn,dt", [("sum", torch.float32), ("amax", torch.float32), ("prod", torch.bfloat16)])
+def test_one_pass_row_reduction_prefetches_8_kib_of_rows_ahead_and_keeps_the_bits(fn, dt):
+    """A row reduction reads each row once and has no second pass to hide the next tile behind: its blocks request
+    the rows PREFETCH_AHEAD bytes ahead (2 rows of 1024 fp32, 4 of 1024 bf16: the tile itself is 1 row), and the
+    results equal the unfused kernel's bits and torch's reduction."""
+    import re
+
+    import pypto.codegen.fused as FZ
+
+    pdt = pypto.DT_FP32 if dt == torch.float32 else pypto.DT_BF16
+
+    def k(x: pypto.Tensor([pypto.STATIC, pypto.STATIC], pdt), out: pypto.Tensor([pypto.STATIC], pdt)):
+        pypto.set_vec_tile_shapes(8, 1024)
+        out[:] = getattr(pypto, fn)(x, -1)
+
+    g = torch.Generator().manual_seed(7)
+    x = (1 + 0.01 * torch.randn(37, 1024, generator=g)).to(dt)
+    lib, src = _build(k, (x, torch.zeros(37, dtype=dt)), True)
+    ahead = FZ.PREFETCH_AHEAD // (1024 * x.element_size())
+    assert src.count("pypto_rt::prefetch_at<") == 1, src
+    m = re.search(r"prefetch_at<\d+>\(q\d+, \(r0\d+ \+ (\d+) \+ i\d+\) \* 1024", src)
+    assert m and int(m.group(1)) == ahead, src
+    ulib, usrc = _build(k, (x, torch.zeros(37, dtype=dt)), False)
+    assert "prefetch" not in usrc
+    ref = torch.zeros(37, dtype=dt)
+    launch(ulib, [x, ref], num_threads=1)
+    for nt in (1, 2):
+        out = torch.zeros(37, dtype=dt)
+        launch(lib, [x, out], num_threads=nt)
+        assert torch.equal(out.view(torch.int16 if dt == torch.bfloat16 else torch.int32),
+                           ref.view(torch.int16 if dt == torch.bfloat16 else torch.int32)), (fn, nt)
+    want = getattr(torch, fn)(x.float(), -1) if fn != "amax" else torch.amax(x.float(), -1)
+    torch.testing.assert_close(ref.float(), want, rtol=1e-2 if dt == torch.bfloat16 else 1e-5, atol=1e-3)
+
+
 B2 = pypto.Tensor([pypto.STATIC, pypto.STATIC], pypto.DT_BF16)
 B1 = pypto.Tensor([pypto.STATIC], pypto.DT_BF16)
 
