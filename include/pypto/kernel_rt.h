@@ -365,6 +365,19 @@ static inline double exp_(double x) { return __builtin_exp(x); }
  * (max 0.89 ulp from the exact result with FMA, 1.18 without, over every float of [-104, 88.7]:
  * benchmarks/exp16_exhaustive.cpp; tests/ut/language/test_exp_range.py checks every 97th float of the range, the
  * clamp boundaries, infinities and NaNs). */
+/* exp_'s reduction and polynomial: exp(xs) = p 2^n, n = rint(xs / ln2), p in [sqrt(1/2), sqrt(2)] (one
+ * rounding per step); shared by exp_ and kernel_vmath.h's vm_exp_normal, which scale p differently. */
+static inline float exp_core(float xs, float& n) {
+  n = __builtin_rintf(xs * 1.44269504088896341f);
+  const float r = PYPTO_RT_MADD(n, 2.12194440e-4f, PYPTO_RT_MADD(n, -0.693359375f, xs));
+  float p = PYPTO_RT_EXP_C6;
+  p = PYPTO_RT_MADD(p, r, PYPTO_RT_EXP_C5);
+  p = PYPTO_RT_MADD(p, r, PYPTO_RT_EXP_C4);
+  p = PYPTO_RT_MADD(p, r, PYPTO_RT_EXP_C3);
+  p = PYPTO_RT_MADD(p, r, PYPTO_RT_EXP_C2);
+  p = PYPTO_RT_MADD(p, r, 1.0f);
+  return PYPTO_RT_MADD(p, r, 1.0f);
+}
 static inline float exp_(float x) {
   /* The clamp on the bits: unsigned order puts every negative float below -104 (-inf, -NaN included) above
    * bits(-104), signed order every positive float above 89 (+inf, +NaN) above bits(89). Two integer min
@@ -375,15 +388,8 @@ static inline float exp_(float x) {
   int32_t ib = (int32_t)ub;
   ib = ib < (int32_t)0x42B20000 ? ib : (int32_t)0x42B20000; /* bits(89.0f) */
   const float xs = bits_f32((uint32_t)ib);
-  const float n = __builtin_rintf(xs * 1.44269504088896341f);
-  const float r = PYPTO_RT_MADD(n, 2.12194440e-4f, PYPTO_RT_MADD(n, -0.693359375f, xs));
-  float p = PYPTO_RT_EXP_C6;
-  p = PYPTO_RT_MADD(p, r, PYPTO_RT_EXP_C5);
-  p = PYPTO_RT_MADD(p, r, PYPTO_RT_EXP_C4);
-  p = PYPTO_RT_MADD(p, r, PYPTO_RT_EXP_C3);
-  p = PYPTO_RT_MADD(p, r, PYPTO_RT_EXP_C2);
-  p = PYPTO_RT_MADD(p, r, 1.0f);
-  p = PYPTO_RT_MADD(p, r, 1.0f);
+  float n;
+  const float p = exp_core(xs, n);
   const int32_t ni = (int32_t)n;
   const int32_t n1 = ni >> 1, n2 = ni - (ni >> 1);
   const float s1 = bits_f32((uint32_t)(n1 + 127) << 23), s2 = bits_f32((uint32_t)(n2 + 127) << 23);
