@@ -356,15 +356,6 @@ static inline double exp_(double x) { return __builtin_exp(x); }
 #else
 #define PYPTO_RT_MADD(a, b, c) ((a) * (b) + (c))
 #endif
-/* float exp without a libm call, so that loops over it vectorize (glibc's expf is a scalar call). Cody-Waite
- * reduction x = n*ln2 + r with |r| <= ln2/2 (ln2 split so n*LN2_HI is exact), a degree-6 polynomial 1 + r +
- * c2 r^2 + ... + c6 r^6 (c2..c6 fitted for the least maximum relative error of e^r on [-ln2/2, ln2/2]: 3e-9,
- * 0.06 ulp, with the float coefficients below; the degree-7 Taylor polynomial it replaced took one FMA more), then
- * the scale 2^n applied in two halves so subnormal results round once. Inputs are clamped to [-104, 89]: below, the result
- * rounds to +0; above, it overflows to +inf. NaN comes back as NaN. Branch-free: every choice is a select
- * (max 0.89 ulp from the exact result with FMA, 1.18 without, over every float of [-104, 88.7]:
- * benchmarks/exp16_exhaustive.cpp; tests/ut/language/test_exp_range.py checks every 97th float of the range, the
- * clamp boundaries, infinities and NaNs). */
 /* exp_'s reduction and polynomial: exp(xs) = p 2^n, n = rint(xs / ln2), p in [sqrt(1/2), sqrt(2)] (one
  * rounding per step); shared by exp_ and kernel_vmath.h's vm_exp_normal, which scale p differently. */
 static inline float exp_core(float xs, float& n) {
@@ -378,6 +369,15 @@ static inline float exp_core(float xs, float& n) {
   p = PYPTO_RT_MADD(p, r, 1.0f);
   return PYPTO_RT_MADD(p, r, 1.0f);
 }
+/* float exp without a libm call, so that loops over it vectorize (glibc's expf is a scalar call). Cody-Waite
+ * reduction x = n*ln2 + r with |r| <= ln2/2 (ln2 split so n*LN2_HI is exact), a degree-6 polynomial 1 + r +
+ * c2 r^2 + ... + c6 r^6 (c2..c6 fitted for the least maximum relative error of e^r on [-ln2/2, ln2/2]: 3e-9,
+ * 0.06 ulp, with the float coefficients of exp_core above; the degree-7 Taylor polynomial it replaced took one FMA more), then
+ * the scale 2^n applied in two halves so subnormal results round once. Inputs are clamped to [-104, 89]: below, the result
+ * rounds to +0; above, it overflows to +inf. NaN comes back as NaN. Branch-free: every choice is a select
+ * (max 0.89 ulp from the exact result with FMA, 1.18 without, over every float of [-104, 88.7]:
+ * benchmarks/exp16_exhaustive.cpp; tests/ut/language/test_exp_range.py checks every 97th float of the range, the
+ * clamp boundaries, infinities and NaNs). */
 static inline float exp_(float x) {
   /* The clamp on the bits: unsigned order puts every negative float below -104 (-inf, -NaN included) above
    * bits(-104), signed order every positive float above 89 (+inf, +NaN) above bits(89). Two integer min
